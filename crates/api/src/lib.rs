@@ -1,0 +1,1 @@
+//! The `windlass.dev/v1alpha1` API types.

@@ -1,0 +1,3 @@
+//! OLM bundle formats: everything windlass reads from or writes for a single bundle.
+
+pub mod crd;

@@ -1,0 +1,8 @@
+//! The in-memory catalog model shared by lint, rendering and the resolver.
+//!
+//! A catalog is packages -> channels -> entries -> bundles. Upgrade edges (`replaces`, `skips`,
+//! `olm.skipRange`) are kept here as plain data; the graph algorithms live in the resolver.
+
+pub mod model;
+
+pub use model::{Bundle, Catalog, Channel, ChannelEntry, Deprecation, Package, Property};

@@ -1,0 +1,1 @@
+//! Upgrade graphs and dependency resolution over the catalog model.

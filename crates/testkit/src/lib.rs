@@ -1,0 +1,1 @@
+//! Test support: the local control plane, a namespace per test, the registry, helm.

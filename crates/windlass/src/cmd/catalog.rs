@@ -1,0 +1,21 @@
+//! `windlass catalog ...`
+
+use std::process::ExitCode;
+
+#[derive(clap::Subcommand)]
+pub enum CatalogCommand {
+    /// The upgrade hops from one version to another, each a real edge.
+    UpgradePath(super::catalog_graph::UpgradePathArgs),
+    /// Resolve a package and its dependencies, or explain why no answer exists.
+    Resolve(super::catalog_graph::ResolveArgs),
+    /// Draw a package's upgrade graph as Graphviz dot or Mermaid.
+    Graph(super::catalog_graph::GraphArgs),
+}
+
+pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        CatalogCommand::UpgradePath(args) => super::catalog_graph::upgrade_path(args),
+        CatalogCommand::Resolve(args) => super::catalog_graph::resolve(args),
+        CatalogCommand::Graph(args) => super::catalog_graph::graph(args),
+    }
+}

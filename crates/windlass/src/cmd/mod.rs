@@ -1,0 +1,6 @@
+//! One module per command family; each exposes its clap arguments and a `run`.
+
+pub mod bundle;
+pub mod bundle_manifests;
+pub mod catalog;
+pub mod catalog_graph;

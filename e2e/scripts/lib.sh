@@ -1,0 +1,52 @@
+# Shared settings for the local control plane scripts. Sourced, not executed.
+set -euo pipefail
+
+E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_DIR="$(cd "$E2E_DIR/.." && pwd)"
+
+K8S_VERSION="v1.37.2"
+ETCD_VERSION="v3.6.16"
+KWOK_VERSION="v0.8.0"
+HELM_VERSION="v4.3.1"
+
+# Built binaries are cached by version outside the checkout so a second start takes seconds.
+WINDLASS_CACHE="${WINDLASS_CACHE:-$HOME/.cache/windlass}"
+TOOLS_KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+BIN_DIR="$WINDLASS_CACHE/$TOOLS_KEY/bin"
+
+# Runtime state of the running cluster: PKI, data, logs, pids, kubeconfig, ports.
+STATE_DIR="${WINDLASS_CLUSTER_DIR:-${TMPDIR:-/tmp}/windlass-cluster}"
+KUBECONFIG_PATH="$STATE_DIR/admin.kubeconfig"
+
+log() { printf '[windlass-e2e] %s\n' "$*" >&2; }
+die() { printf '[windlass-e2e] error: %s\n' "$*" >&2; exit 1; }
+
+# A free TCP port on 127.0.0.1, avoiding the given ports.
+free_port() {
+  python3 - "$@" <<'PY'
+import socket, sys
+taken = set(int(p) for p in sys.argv[1:])
+while True:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    if port not in taken:
+        print(port)
+        break
+PY
+}
+
+port_in_use() {
+  python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(0)
+finally:
+    s.close()
+sys.exit(1)
+PY
+}
