@@ -4,5 +4,7 @@
 //! `olm.skipRange`) are kept here as plain data; the graph algorithms live in the resolver.
 
 pub mod model;
+pub mod range;
+pub mod validate;
 
 pub use model::{Bundle, Catalog, Channel, ChannelEntry, Deprecation, Package, Property};

@@ -1,0 +1,1 @@
+//! Version ranges in the blang/semver and Masterminds syntaxes bundles use.

@@ -1,0 +1,1 @@
+//! Channel validation: heads, cycles, stranded entries, dangling edges.
