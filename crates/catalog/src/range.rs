@@ -1,1 +1,0 @@
-//! Version ranges in the blang/semver and Masterminds syntaxes bundles use.
