@@ -1,0 +1,129 @@
+use super::*;
+
+pub(crate) const CSV: &str = r#"apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: demo-operator.v1.2.0
+  annotations:
+    olm.skipRange: ">=1.0.0 <1.2.0"
+spec:
+  version: 1.2.0
+  replaces: demo-operator.v1.1.0
+  displayName: Demo
+  installModes:
+  - {type: AllNamespaces, supported: true}
+  customresourcedefinitions:
+    owned:
+    - {name: widgets.demo.example.com, version: v1, kind: Widget}
+  install:
+    strategy: deployment
+    spec:
+      deployments:
+      - name: demo
+        spec:
+          template:
+            spec:
+              containers:
+              - {name: manager, image: "example.com/demo@sha256:1111"}
+  relatedImages:
+  - {name: manager, image: "example.com/demo@sha256:1111"}
+"#;
+
+pub(crate) const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.demo.example.com}
+spec:
+  group: demo.example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object}}
+"#;
+
+const ANNOTATIONS_YAML: &str = "annotations:\n  operators.operatorframework.io.bundle.package.v1: demo\n  operators.operatorframework.io.bundle.channels.v1: stable,fast\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n";
+
+fn tree(files: &[(&str, &str)]) -> FileTree {
+    FileTree { files: files.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())).collect() }
+}
+
+#[test]
+fn reads_a_bundle_directory_layout() {
+    let t = tree(&[
+        ("manifests/demo.csv.yaml", CSV),
+        ("manifests/widgets.crd.yaml", CRD),
+        ("manifests/README.md", "docs"),
+        ("metadata/annotations.yaml", ANNOTATIONS_YAML),
+        ("metadata/dependencies.yaml", "dependencies:\n- type: olm.package\n  value: {packageName: etcd, version: '>=0.9.0'}\n"),
+    ]);
+    let bundle = from_files(&t, "demo").unwrap();
+    assert_eq!(bundle.layout, Layout::Bundle);
+    assert_eq!(bundle.csv.name(), "demo-operator.v1.2.0");
+    assert_eq!(bundle.csv_file, "manifests/demo.csv.yaml");
+    assert_eq!(bundle.manifests.len(), 2);
+    assert_eq!(bundle.package(), Some("demo"));
+    assert_eq!(bundle.annotations.channels(), vec!["stable", "fast"]);
+    assert_eq!(bundle.dependencies.len(), 1);
+    assert_eq!(bundle.notes, vec![LoadNote::IgnoredFile("manifests/README.md".into())]);
+    assert_eq!(bundle.objects_of_kind("CustomResourceDefinition").count(), 1);
+}
+
+#[test]
+fn reads_a_flat_package_manifest_folder() {
+    let t = tree(&[("demo.v1.2.0.clusterserviceversion.yaml", CSV), ("widgets.crd.yaml", CRD)]);
+    let bundle = from_files(&t, "nowhere/1.2.0").unwrap();
+    assert_eq!(bundle.layout, Layout::PackageManifest);
+    assert_eq!(bundle.package(), None);
+    assert_eq!(bundle.manifests.len(), 2);
+}
+
+#[test]
+fn the_package_name_of_a_version_folder_comes_from_its_package_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("demo.package.yaml"), "packageName: demo\ndefaultChannel: stable\nchannels:\n- {name: stable, currentCSV: demo-operator.v1.2.0}\n").unwrap();
+    std::fs::create_dir(dir.path().join("1.2.0")).unwrap();
+    std::fs::write(dir.path().join("1.2.0/csv.yaml"), CSV).unwrap();
+    let bundle = load_bundle(&dir.path().join("1.2.0")).unwrap();
+    assert_eq!(bundle.package(), Some("demo"));
+    assert_eq!(bundle.annotations.default_channel(), Some("stable"));
+}
+
+#[test]
+fn reads_a_packed_archive() {
+    let t = tree(&[("manifests/csv.yaml", CSV), ("metadata/annotations.yaml", ANNOTATIONS_YAML)]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("demo.tgz");
+    std::fs::write(&path, crate::unpack::pack(&t).unwrap()).unwrap();
+    let bundle = load_bundle(&path).unwrap();
+    assert_eq!(bundle.package(), Some("demo"));
+}
+
+#[test]
+fn bad_bundles_give_errors_that_name_the_file() {
+    let cases: Vec<(FileTree, &str)> = vec![
+        (tree(&[("manifests/csv.yaml", "kind: [unclosed\n")]), "manifests/csv.yaml:"),
+        (tree(&[("manifests/crd.yaml", CRD)]), "no ClusterServiceVersion"),
+        (tree(&[("manifests/a.yaml", CSV), ("manifests/b.yaml", CSV)]), "manifests/a.yaml, manifests/b.yaml"),
+        (
+            tree(&[("manifests/csv.yaml", &CSV.replace("      deployments:\n", "      deployments: 7\n      x:\n"))]),
+            "manifests/csv.yaml: spec.install.spec.deployments",
+        ),
+        (tree(&[("manifests/csv.yaml", CSV), ("metadata/annotations.yaml", "annotations: [1]\n")]), "metadata/annotations.yaml"),
+        (tree(&[("manifests/x.yaml", "just: data\n")]), "manifests/x.yaml: document 0"),
+        (tree(&[("manifests/csv.yaml", CSV), ("metadata/dependencies.yaml", "dependencies:\n- type: olm.gvk\n  value: {group: g}\n")]), "dependencies[0]"),
+    ];
+    for (t, expected) in cases {
+        let error = from_files(&t, "src").unwrap_err().to_string();
+        assert!(error.contains(expected), "`{error}` should contain `{expected}`");
+    }
+}
+
+#[test]
+fn duplicate_keys_are_noted_not_fatal() {
+    let dup = CSV.replace("  displayName: Demo\n", "  displayName: Demo\n  displayName: Demo Two\n");
+    let bundle = from_files(&tree(&[("manifests/csv.yaml", &dup)]), "src").unwrap();
+    assert_eq!(bundle.csv.spec.display_name.as_deref(), Some("Demo Two"));
+    assert!(matches!(&bundle.notes[0], LoadNote::DuplicateKey(e) if e.file == "manifests/csv.yaml"));
+}
