@@ -50,13 +50,21 @@ pub enum RangeError {
     #[error("version range {range:?}: alternative {index} between `||` is empty")]
     EmptyAlternative { range: String, index: usize },
     #[error("version range {range:?}: {token:?} is not a version: {reason}")]
-    BadVersion { range: String, token: String, reason: String },
+    BadVersion {
+        range: String,
+        token: String,
+        reason: String,
+    },
     #[error("version range {range:?}: operator {op:?} has no version after it")]
     DanglingOperator { range: String, op: String },
     #[error("version range {range:?}: hyphen range needs a version on both sides of `-`")]
     BadHyphen { range: String },
     #[error("version range {range:?}: {op:?} cannot be combined with a wildcard version {token:?}")]
-    WildcardWithOperator { range: String, op: String, token: String },
+    WildcardWithOperator {
+        range: String,
+        op: String,
+        token: String,
+    },
 }
 
 impl VersionRange {
@@ -70,11 +78,17 @@ impl VersionRange {
         for (index, alt) in trimmed.split("||").enumerate() {
             let comparators = parse_alternative(text, alt)?;
             if comparators.is_empty() {
-                return Err(RangeError::EmptyAlternative { range: text.to_string(), index });
+                return Err(RangeError::EmptyAlternative {
+                    range: text.to_string(),
+                    index,
+                });
             }
             alternatives.push(comparators);
         }
-        Ok(VersionRange { text: trimmed.to_string(), alternatives })
+        Ok(VersionRange {
+            text: trimmed.to_string(),
+            alternatives,
+        })
     }
 
     /// A range that matches exactly one version.
@@ -87,7 +101,9 @@ impl VersionRange {
 
     /// Whether `version` lies in the range (pre-release rule in the module docs).
     pub fn matches(&self, version: &Version) -> bool {
-        self.alternatives.iter().any(|alt| alternative_matches(alt, version))
+        self.alternatives
+            .iter()
+            .any(|alt| alternative_matches(alt, version))
     }
 
     /// The range as written (trimmed).
@@ -130,7 +146,9 @@ impl<'de> serde::Deserialize<'de> for VersionRange {
 /// Compare by semver precedence: build metadata does not count (the `semver` crate's `Ord`
 /// orders by it, which would make `1.0.0+a` and `1.0.0+b` different bounds).
 pub fn precedence(a: &Version, b: &Version) -> Ordering {
-    (a.major, a.minor, a.patch).cmp(&(b.major, b.minor, b.patch)).then_with(|| a.pre.cmp(&b.pre))
+    (a.major, a.minor, a.patch)
+        .cmp(&(b.major, b.minor, b.patch))
+        .then_with(|| a.pre.cmp(&b.pre))
 }
 
 impl Comparator {
@@ -220,7 +238,9 @@ impl Partial {
 }
 
 fn tokenize(alt: &str) -> Vec<&str> {
-    alt.split(|c: char| c.is_whitespace() || c == ',').filter(|t| !t.is_empty()).collect()
+    alt.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 fn split_op(token: &str) -> (Option<Op>, &str) {
@@ -271,9 +291,9 @@ fn parse_alternative(range: &str, alt: &str) -> Result<Vec<Comparator>, RangeErr
         let low = parse_partial(range, version_text)?;
         // Hyphen range `1.2 - 1.4`: inclusive on both ends, the upper end partial-aware.
         if op.is_none() && tokens.get(i + 1) == Some(&"-") {
-            let high_text = tokens
-                .get(i + 2)
-                .ok_or_else(|| RangeError::BadHyphen { range: range.to_string() })?;
+            let high_text = tokens.get(i + 2).ok_or_else(|| RangeError::BadHyphen {
+                range: range.to_string(),
+            })?;
             let high = parse_partial(range, high_text)?;
             out.push(Comparator::Ge(low.floor()));
             match (high.is_full(), high.ceiling()) {
@@ -377,9 +397,10 @@ fn parse_partial(range: &str, token: &str) -> Result<Partial, RangeError> {
     let text = text.split_once('+').map_or(text, |(v, _)| v);
     let (core, pre) = match text.split_once('-') {
         Some((_, "")) => return Err(bad("pre-release after `-` is empty")),
-        Some((core, pre)) => {
-            (core, Prerelease::new(pre).map_err(|e| bad(&format!("pre-release: {e}")))?)
-        }
+        Some((core, pre)) => (
+            core,
+            Prerelease::new(pre).map_err(|e| bad(&format!("pre-release: {e}")))?,
+        ),
         None => (text, Prerelease::EMPTY),
     };
     let parts: Vec<&str> = core.split('.').collect();
@@ -408,7 +429,12 @@ fn parse_partial(range: &str, token: &str) -> Result<Partial, RangeError> {
     if !pre.is_empty() && patch.is_none() {
         return Err(bad("a pre-release needs a full major.minor.patch version"));
     }
-    Ok(Partial { major, minor, patch, pre })
+    Ok(Partial {
+        major,
+        minor,
+        patch,
+        pre,
+    })
 }
 
 #[cfg(test)]

@@ -18,8 +18,16 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     ("!=1.2.3", &["1.2.4", "0.1.0"], &["1.2.3"]),
     ("v1.2.3", &["1.2.3"], &["1.2.4"]),
     (">=v1.0.0 <V2.0.0", &["1.5.0"], &["2.0.0"]),
-    ("<1.0.0 || >=3.0.0", &["0.5.0", "3.0.0", "4.1.0"], &["1.0.0", "2.9.9"]),
-    (">=1.0.0 <1.1.0 || >=2.0.0 <2.1.0", &["1.0.5", "2.0.5"], &["1.1.0", "2.1.0", "1.5.0"]),
+    (
+        "<1.0.0 || >=3.0.0",
+        &["0.5.0", "3.0.0", "4.1.0"],
+        &["1.0.0", "2.9.9"],
+    ),
+    (
+        ">=1.0.0 <1.1.0 || >=2.0.0 <2.1.0",
+        &["1.0.5", "2.0.5"],
+        &["1.1.0", "2.1.0", "1.5.0"],
+    ),
     ("1.2.x", &["1.2.0", "1.2.99"], &["1.3.0", "1.1.9"]),
     ("1.x", &["1.0.0", "1.99.0"], &["2.0.0", "0.9.0"]),
     ("1.X", &["1.4.0"], &["2.0.0"]),
@@ -53,9 +61,21 @@ const CASES: &[(&str, &[&str], &[&str])] = &[
     ("^1.2 || ~3.1", &["1.5.0", "3.1.4"], &["2.0.0", "3.2.0"]),
     ("=>1.0.0 =<1.1.0", &["1.1.0"], &["1.1.1"]),
     // the pre-release rule
-    (">=1.0.0 <2.0.0", &[], &["1.5.0-alpha", "2.0.0-rc.1", "1.0.0-rc.1"]),
-    (">=1.5.0-alpha <2.0.0", &["1.5.0-beta", "1.5.0-alpha", "1.6.0"], &["1.6.0-beta", "1.5.0-0"]),
-    (">=4.1.0 <4.2.0-0", &["4.1.9"], &["4.2.0-rc.1", "4.2.0", "4.1.5-rc.1"]),
+    (
+        ">=1.0.0 <2.0.0",
+        &[],
+        &["1.5.0-alpha", "2.0.0-rc.1", "1.0.0-rc.1"],
+    ),
+    (
+        ">=1.5.0-alpha <2.0.0",
+        &["1.5.0-beta", "1.5.0-alpha", "1.6.0"],
+        &["1.6.0-beta", "1.5.0-0"],
+    ),
+    (
+        ">=4.1.0 <4.2.0-0",
+        &["4.1.9"],
+        &["4.2.0-rc.1", "4.2.0", "4.1.5-rc.1"],
+    ),
     ("1.2.3-rc.1", &["1.2.3-rc.1"], &["1.2.3-rc.2", "1.2.3"]),
     ("*", &[], &["1.0.0-alpha"]),
 ];
@@ -65,10 +85,16 @@ fn table_of_forms() {
     for (range, inside, outside) in CASES {
         let parsed = VersionRange::parse(range).unwrap_or_else(|e| panic!("{range}: {e}"));
         for version in *inside {
-            assert!(parsed.matches(&v(version)), "{range} should match {version}");
+            assert!(
+                parsed.matches(&v(version)),
+                "{range} should match {version}"
+            );
         }
         for version in *outside {
-            assert!(!parsed.matches(&v(version)), "{range} should not match {version}");
+            assert!(
+                !parsed.matches(&v(version)),
+                "{range} should not match {version}"
+            );
         }
     }
 }
@@ -95,7 +121,10 @@ fn rejects_bad_input_with_the_offending_token() {
     ];
     for (range, expected) in cases {
         let err = VersionRange::parse(range).expect_err(range).to_string();
-        assert!(err.contains(expected), "{range:?}: {err:?} should mention {expected:?}");
+        assert!(
+            err.contains(expected),
+            "{range:?}: {err:?} should mention {expected:?}"
+        );
     }
 }
 
@@ -115,7 +144,12 @@ fn serde_round_trips_as_text() {
 }
 
 fn arb_version() -> impl Strategy<Value = Version> {
-    (0u64..4, 0u64..4, 0u64..4, prop::option::of(prop::sample::select(vec!["alpha", "rc.1", "0"])))
+    (
+        0u64..4,
+        0u64..4,
+        0u64..4,
+        prop::option::of(prop::sample::select(vec!["alpha", "rc.1", "0"])),
+    )
         .prop_map(|(a, b, c, pre)| {
             let mut v = Version::new(a, b, c);
             if let Some(p) = pre {
