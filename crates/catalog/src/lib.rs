@@ -3,8 +3,11 @@
 //! A catalog is packages -> channels -> entries -> bundles. Upgrade edges (`replaces`, `skips`,
 //! `olm.skipRange`) are kept here as plain data; the graph algorithms live in the resolver.
 
+pub mod fbc;
+pub mod load;
 pub mod model;
 pub mod range;
 pub mod validate;
 
+pub use load::{LoadError, load_catalog, load_catalogs};
 pub use model::{Bundle, Catalog, Channel, ChannelEntry, Deprecation, Package, Property};

@@ -1,0 +1,334 @@
+//! Reading catalogs: a directory of packages (package-manifest or bundle layout), one package,
+//! one bundle, or a file-based catalog (directory or single file).
+//!
+//! Reading never stops at the first bad bundle: [`read_catalog`] returns everything it could
+//! read plus a list of [`LoadIssue`]s, so lint and render can show every problem at once.
+//! [`load_catalog`] is the strict form for callers that need a complete catalog or an error.
+
+mod bundle_layout;
+pub mod convert;
+mod package_manifest;
+
+pub use package_manifest::{PackageChannel, PackageFile, read_package_file};
+
+use std::path::{Path, PathBuf};
+
+use windlass_bundle::{Bundle as LoadedBundle, BundleError, LoadNote};
+
+use crate::model::Catalog;
+use crate::validate::Severity;
+
+/// Why a catalog could not be read at all (or, from [`load_catalog`], completely).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: not a catalog (no package file, no bundle folders and no file-based-catalog blobs)", path.display())]
+    NotACatalog { path: PathBuf },
+    #[error("{}: {message}", file.display())]
+    Invalid { file: PathBuf, message: String },
+    #[error(transparent)]
+    Yaml(#[from] windlass_bundle::yaml::YamlError),
+    #[error("package {package} is defined by both {} and {}", first.display(), second.display())]
+    PackageTwice { package: String, first: PathBuf, second: PathBuf },
+    /// The strict loader refuses a catalog whose reading left a problem behind.
+    #[error("{issue}")]
+    Incomplete { issue: LoadIssue },
+}
+
+/// Something found while reading; the catalog was read around it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct LoadIssue {
+    pub severity: Severity,
+    pub kind: IssueKind,
+    pub package: Option<String>,
+    /// The file or folder concerned (with a `:line` when known).
+    pub file: String,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IssueKind {
+    /// A bundle could not be read; it is missing from the catalog.
+    UnreadableBundle,
+    /// `spec.version` is missing or not semver; the bundle is missing from the catalog.
+    BadVersion,
+    /// Two bundles in one package carry the same CSV name; the second is missing.
+    DuplicateBundle,
+    /// A package-manifest channel's `currentCSV` is not in the package folder.
+    MissingCurrentCsv,
+    /// A bundle that no channel lists.
+    NoChannel,
+    /// The bundle's package annotation differs from the folder it sits in.
+    PackageMismatch,
+    /// A YAML mapping repeated a key; the last value was kept.
+    DuplicateKey,
+    /// A file that is not YAML or JSON was ignored.
+    IgnoredFile,
+    /// A file-based-catalog blob of a schema windlass does not know was ignored.
+    UnknownSchema,
+    /// The package file itself is unusable.
+    BadPackageFile,
+}
+
+impl LoadIssue {
+    pub(crate) fn new(severity: Severity, kind: IssueKind, package: Option<&str>, file: impl Into<String>, message: impl Into<String>) -> Self {
+        LoadIssue { severity, kind, package: package.map(String::from), file: file.into(), message: message.into() }
+    }
+
+    /// Whether the catalog lost content because of this issue.
+    pub fn loses_content(&self) -> bool {
+        matches!(self.kind, IssueKind::UnreadableBundle | IssueKind::BadVersion | IssueKind::DuplicateBundle | IssueKind::BadPackageFile)
+    }
+}
+
+/// A bundle read from a folder, kept with its CSV so lint can look inside.
+#[derive(Clone, Debug)]
+pub struct SourceBundle {
+    pub package: String,
+    pub dir: PathBuf,
+    pub bundle: LoadedBundle,
+}
+
+/// Everything one read produced.
+#[derive(Clone, Debug, Default)]
+pub struct Loaded {
+    pub catalog: Catalog,
+    /// Bundles read from folders (empty for file-based catalogs, which carry no CSVs).
+    pub bundles: Vec<SourceBundle>,
+    pub issues: Vec<LoadIssue>,
+    /// The package files / folders each package came from, for messages and the corpus check.
+    pub package_sources: std::collections::BTreeMap<String, PathBuf>,
+}
+
+/// The strict reader: the catalog, or the first problem that made it incomplete.
+pub fn load_catalog(path: &Path) -> Result<Catalog, LoadError> {
+    strict(read_catalog(path)?)
+}
+
+/// [`load_catalog`] over several roots merged; a package defined twice is an error.
+pub fn load_catalogs(paths: &[PathBuf]) -> Result<Catalog, LoadError> {
+    strict(read_catalogs(paths)?)
+}
+
+fn strict(loaded: Loaded) -> Result<Catalog, LoadError> {
+    match loaded.issues.into_iter().find(LoadIssue::loses_content) {
+        Some(issue) => Err(LoadError::Incomplete { issue }),
+        None => Ok(loaded.catalog),
+    }
+}
+
+/// Reads several roots into one catalog.
+pub fn read_catalogs(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    let mut merged = Loaded::default();
+    for path in paths {
+        let loaded = read_catalog(path)?;
+        for (name, package) in loaded.catalog.packages {
+            let source = loaded.package_sources.get(&name).cloned().unwrap_or_else(|| path.clone());
+            if let Some(first) = merged.package_sources.get(&name) {
+                return Err(LoadError::PackageTwice { package: name, first: first.clone(), second: source });
+            }
+            merged.package_sources.insert(name.clone(), source);
+            merged.catalog.packages.insert(name, package);
+        }
+        merged.bundles.extend(loaded.bundles);
+        merged.issues.extend(loaded.issues);
+    }
+    Ok(merged)
+}
+
+/// What a directory holds.
+enum Shape {
+    PackageManifest(PathBuf),
+    SingleBundle,
+    BundlePackage,
+    Packages(Vec<PathBuf>),
+    FileBased,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
+    move |source| LoadError::Io { path: path.to_path_buf(), source }
+}
+
+/// Sorted, non-hidden entries of a directory.
+pub(crate) fn entries(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        if !entry.file_name().to_string_lossy().starts_with('.') {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn package_file(dir: &Path) -> Result<Option<PathBuf>, LoadError> {
+    Ok(entries(dir)?.into_iter().find(|p| {
+        p.is_file() && p.file_name().is_some_and(|n| {
+            let n = n.to_string_lossy();
+            n.ends_with(".package.yaml") || n.ends_with(".package.yml")
+        })
+    }))
+}
+
+fn is_bundle_dir(dir: &Path) -> bool {
+    dir.join("manifests").is_dir()
+}
+
+fn is_bundle_package(dir: &Path) -> Result<bool, LoadError> {
+    Ok(entries(dir)?.iter().any(|p| p.is_dir() && is_bundle_dir(p)))
+}
+
+fn shape(dir: &Path) -> Result<Shape, LoadError> {
+    if let Some(file) = package_file(dir)? {
+        return Ok(Shape::PackageManifest(file));
+    }
+    if is_bundle_dir(dir) {
+        return Ok(Shape::SingleBundle);
+    }
+    if is_bundle_package(dir)? {
+        return Ok(Shape::BundlePackage);
+    }
+    let mut packages = Vec::new();
+    for child in entries(dir)? {
+        if child.is_dir() && (package_file(&child)?.is_some() || is_bundle_package(&child)?) {
+            packages.push(child);
+        }
+    }
+    Ok(if packages.is_empty() { Shape::FileBased } else { Shape::Packages(packages) })
+}
+
+/// Reads one root, collecting issues instead of stopping at them.
+pub fn read_catalog(path: &Path) -> Result<Loaded, LoadError> {
+    let meta = std::fs::metadata(path).map_err(io(path))?;
+    if meta.is_file() {
+        return crate::fbc::read(path);
+    }
+    let mut loaded = Loaded::default();
+    match shape(path)? {
+        Shape::PackageManifest(file) => package_manifest::read(&[(path.to_path_buf(), file)], &mut loaded)?,
+        Shape::SingleBundle => bundle_layout::read_single(path, &mut loaded)?,
+        Shape::BundlePackage => bundle_layout::read(&[path.to_path_buf()], &mut loaded)?,
+        Shape::Packages(dirs) => {
+            let mut manifests = Vec::new();
+            let mut bundles = Vec::new();
+            for dir in dirs {
+                match package_file(&dir)? {
+                    Some(file) => manifests.push((dir, file)),
+                    None => bundles.push(dir),
+                }
+            }
+            package_manifest::read(&manifests, &mut loaded)?;
+            bundle_layout::read(&bundles, &mut loaded)?;
+        }
+        Shape::FileBased => {
+            let fbc = crate::fbc::read(path)?;
+            if fbc.catalog.packages.is_empty() {
+                return Err(LoadError::NotACatalog { path: path.to_path_buf() });
+            }
+            return Ok(fbc);
+        }
+    }
+    loaded.issues.sort_by(|a, b| (&a.package, &a.file).cmp(&(&b.package, &b.file)));
+    Ok(loaded)
+}
+
+/// Loads bundle folders on every core, keeping input order in the output.
+pub(crate) fn load_parallel(dirs: &[PathBuf]) -> Vec<Result<LoadedBundle, BundleError>> {
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(dirs.len()).max(1);
+    if workers == 1 {
+        return dirs.iter().map(|d| windlass_bundle::load_bundle(d)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<LoadedBundle, BundleError>>> = (0..dirs.len()).map(|_| None).collect();
+    let chunks: Vec<Vec<(usize, Result<LoadedBundle, BundleError>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(dir) = dirs.get(i) else { break };
+                        done.push((i, windlass_bundle::load_bundle(dir)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for (i, result) in chunks.into_iter().flatten() {
+        results[i] = Some(result);
+    }
+    results
+        .into_iter()
+        .zip(dirs)
+        .map(|(r, d)| {
+            r.unwrap_or_else(|| {
+                Err(BundleError::Io { path: d.display().to_string(), source: std::io::Error::other("bundle reader thread panicked") })
+            })
+        })
+        .collect()
+}
+
+/// Turns the reader's notes into issues.
+pub(crate) fn note_issues(package: &str, dir: &Path, bundle: &LoadedBundle, issues: &mut Vec<LoadIssue>) {
+    for note in &bundle.notes {
+        let issue = match note {
+            LoadNote::DuplicateKey(e) => LoadIssue::new(
+                Severity::Warning,
+                IssueKind::DuplicateKey,
+                Some(package),
+                format!("{}{}", dir.join(&e.file).display(), e.line.map(|l| format!(":{l}")).unwrap_or_default()),
+                format!("{} (the last value is used)", e.message),
+            ),
+            LoadNote::IgnoredFile(file) => LoadIssue::new(
+                Severity::Warning,
+                IssueKind::IgnoredFile,
+                Some(package),
+                dir.join(file).display().to_string(),
+                "not a YAML or JSON file; ignored",
+            ),
+        };
+        issues.push(issue);
+    }
+}
+
+/// Adds a loaded bundle to its package, or records why it cannot be added.
+pub(crate) fn add_bundle(
+    package: &mut crate::model::Package,
+    dir: &Path,
+    bundle: LoadedBundle,
+    loaded: &mut Loaded,
+) -> Option<String> {
+    let name = package.name.clone();
+    note_issues(&name, dir, &bundle, &mut loaded.issues);
+    let csv_path = dir.join(&bundle.csv_file).display().to_string();
+    let version = match bundle.csv.version() {
+        Ok(v) => v,
+        Err(e) => {
+            loaded.issues.push(LoadIssue::new(Severity::Error, IssueKind::BadVersion, Some(&name), csv_path, format!("{e}; bundle left out")));
+            return None;
+        }
+    };
+    let csv_name = bundle.csv.name().to_string();
+    if let Some(existing) = package.bundles.get(&csv_name) {
+        loaded.issues.push(LoadIssue::new(
+            Severity::Error,
+            IssueKind::DuplicateBundle,
+            Some(&name),
+            csv_path,
+            format!("CSV {csv_name} is already added (version {}); this copy is left out", existing.version),
+        ));
+        return None;
+    }
+    package.bundles.insert(csv_name.clone(), convert::catalog_bundle(&bundle, &name, version, None));
+    loaded.bundles.push(SourceBundle { package: name, dir: dir.to_path_buf(), bundle });
+    Some(csv_name)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
