@@ -5,16 +5,22 @@
 source "$(dirname "$0")/lib.sh"
 
 command -v go >/dev/null || die "Go is not installed; install Go 1.26+ (or run .ci/run, which installs what it needs)"
-mkdir -p "$BIN_DIR"
+
+# One build at a time: two `make` targets started together must not race on the same binary.
+mkdir -p "$WINDLASS_CACHE"
+exec 9>"$WINDLASS_CACHE/.build.lock"
+flock 9
 
 build() { # module-dir binary-name package ldflags
   local dir="$1" name="$2" pkg="$3" ldflags="$4"
-  if [[ -x "$BIN_DIR/$name" ]]; then return 0; fi
-  log "building $name from $pkg (cached afterwards in $BIN_DIR)"
+  local bin_dir; bin_dir="$(tool_dir "$dir")"
+  if [[ -x "$bin_dir/$name" ]]; then return 0; fi
+  mkdir -p "$bin_dir"
+  log "building $name from $pkg (cached afterwards in $bin_dir)"
   local start=$SECONDS
-  (cd "$E2E_DIR/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR/$name.partial" "$pkg") \
+  (cd "$E2E_DIR/tools/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin_dir/$name.partial.$$" "$pkg") \
     || die "building $name failed (see the Go output above); check that the Go module proxy is reachable and Go is 1.26+"
-  mv "$BIN_DIR/$name.partial" "$BIN_DIR/$name"
+  mv "$bin_dir/$name.partial.$$" "$bin_dir/$name"
   log "built $name in $((SECONDS - start)) s"
 }
 

@@ -9,10 +9,20 @@ ETCD_VERSION="v3.6.16"
 KWOK_VERSION="v0.8.0"
 HELM_VERSION="v4.3.1"
 
-# Built binaries are cached by version outside the checkout so a second start takes seconds.
+# Built binaries are cached by tool and version outside the checkout, so a second start takes
+# seconds and bumping one tool rebuilds only that tool.
 WINDLASS_CACHE="${WINDLASS_CACHE:-$HOME/.cache/windlass}"
-TOOLS_KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
-BIN_DIR="$WINDLASS_CACHE/$TOOLS_KEY/bin"
+tool_dir() { # kubernetes|etcd|kwok|helm
+  case "$1" in
+    kubernetes) echo "$WINDLASS_CACHE/kubernetes-$K8S_VERSION/bin" ;;
+    etcd) echo "$WINDLASS_CACHE/etcd-$ETCD_VERSION/bin" ;;
+    kwok) echo "$WINDLASS_CACHE/kwok-$KWOK_VERSION/bin" ;;
+    helm) echo "$WINDLASS_CACHE/helm-$HELM_VERSION/bin" ;;
+    *) die "unknown tool $1" ;;
+  esac
+}
+# The directories to put on PATH so that kubectl and helm are the pinned ones.
+tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm)"; }
 
 # Runtime state of the running cluster: PKI, data, logs, pids, kubeconfig, ports.
 STATE_DIR="${WINDLASS_CLUSTER_DIR:-${TMPDIR:-/tmp}/windlass-cluster}"

@@ -1,1 +1,280 @@
-//! Test support: the local control plane, a namespace per test, the registry, helm.
+//! Test support for windlass: access to the local control plane (`make cluster`), a unique
+//! namespace per test, the OCI registry, and the pinned kubectl and helm.
+//!
+//! Tests never start the control plane themselves (parallel test binaries would race to do
+//! it): `make test` starts it, and a test run without it fails with a message saying how to
+//! start it.
+
+use std::{
+    collections::BTreeMap,
+    future::Future,
+    path::PathBuf,
+    process::Command,
+    sync::atomic::{AtomicU64, Ordering},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{
+    Api, Client, Config,
+    api::{DeleteParams, ObjectMeta, PostParams},
+    config::{KubeConfigOptions, Kubeconfig},
+};
+
+/// Label on every namespace a test creates, so leftovers can be found and removed.
+pub const TEST_NAMESPACE_LABEL: &str = "windlass.dev/test";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "the local control plane is not running ({0}); start it with `make cluster` (or run `make test`, which starts it)"
+    )]
+    NotRunning(String),
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig { path: PathBuf, source: kube::config::KubeconfigError },
+    #[error("building a client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// Where `make cluster` keeps its state (PKI, kubeconfig, logs, addresses).
+pub fn state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("WINDLASS_CLUSTER_DIR") {
+        return PathBuf::from(dir);
+    }
+    std::env::temp_dir().join("windlass-cluster")
+}
+
+/// The admin kubeconfig of the local control plane.
+pub fn kubeconfig_path() -> PathBuf {
+    state_dir().join("admin.kubeconfig")
+}
+
+/// Values `make cluster` wrote to `cluster.env` (KUBECONFIG, WINDLASS_REGISTRY, ...).
+pub fn cluster_env() -> Result<BTreeMap<String, String>, Error> {
+    let path = state_dir().join("cluster.env");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|_| Error::NotRunning(format!("{} does not exist", path.display())))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect())
+}
+
+/// Makes rustls use ring; kube and oci-client would otherwise disagree on a crypto provider.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A client for the local control plane, as cluster admin.
+pub async fn try_client() -> Result<Client, Error> {
+    install_crypto_provider();
+    cluster_env()?;
+    let path = kubeconfig_path();
+    let kubeconfig =
+        Kubeconfig::read_from(&path).map_err(|source| Error::Kubeconfig { path: path.clone(), source })?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|source| Error::Kubeconfig { path, source })?;
+    let client = Client::try_from(config)?;
+    client
+        .apiserver_version()
+        .await
+        .map_err(|e| Error::NotRunning(format!("the apiserver does not answer: {e}")))?;
+    Ok(client)
+}
+
+/// Like [`try_client`], panicking with the how-to-start message: what a test wants.
+pub async fn client() -> Client {
+    match try_client().await {
+        Ok(client) => client,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+/// The local OCI registry (plain HTTP on loopback).
+#[derive(Clone, Debug)]
+pub struct Registry {
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+}
+
+impl Registry {
+    /// A repository reference unique to this call, for tests that must not share images.
+    pub fn unique_repository(&self, prefix: &str) -> String {
+        format!("{}/{}", self.addr, unique_name(prefix))
+    }
+}
+
+/// The registry started by `make cluster`; panics with the how-to-start message without it.
+pub fn registry() -> Registry {
+    let env = cluster_env().unwrap_or_else(|e| panic!("{e}"));
+    let addr = env
+        .get("WINDLASS_REGISTRY")
+        .cloned()
+        .unwrap_or_else(|| panic!("{}", Error::NotRunning("cluster.env names no registry".into())));
+    Registry { addr }
+}
+
+/// A DNS-1123 name that no other test (in this or another process) uses.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let suffix = format!("{:x}{:x}{:x}", std::process::id() % 0xffff, nanos % 0xfffff, n);
+    let prefix: String = prefix
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(40)
+        .collect();
+    format!("{}-{suffix}", prefix.trim_matches('-'))
+}
+
+/// A namespace that belongs to one test and is deleted when the value is dropped.
+pub struct TestNamespace {
+    pub name: String,
+    client: Client,
+}
+
+impl TestNamespace {
+    pub async fn create(client: &Client, prefix: &str) -> TestNamespace {
+        let name = unique_name(prefix);
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some([(TEST_NAMESPACE_LABEL.to_string(), "true".to_string())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap_or_else(|e| panic!("creating test namespace {name}: {e}"));
+        TestNamespace { name, client: client.clone() }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        if std::env::var_os("WINDLASS_KEEP_NAMESPACES").is_some() {
+            eprintln!("keeping namespace {} (WINDLASS_KEEP_NAMESPACES is set)", self.name);
+            return;
+        }
+        // Drop cannot await; ask the apiserver through kubectl without waiting for finalizers.
+        let _ = kubectl()
+            .args(["delete", "namespace", &self.name, "--wait=false", "--ignore-not-found"])
+            .output();
+    }
+}
+
+/// Deletes a namespace and waits until it is gone (for tests that check garbage collection).
+pub async fn delete_namespace_and_wait(client: &Client, name: &str, timeout: Duration) {
+    let api = Api::<Namespace>::all(client.clone());
+    let _ = api.delete(name, &DeleteParams::default()).await;
+    wait_until(&format!("namespace {name} to be deleted"), timeout, || async {
+        matches!(api.get_opt(name).await, Ok(None))
+    })
+    .await;
+}
+
+fn pinned_tool(name: &str) -> Command {
+    let mut command = Command::new(name);
+    if let Ok(env) = cluster_env() {
+        if let Some(tools) = env.get("WINDLASS_TOOLS_PATH") {
+            let path = std::env::var("PATH").unwrap_or_default();
+            command.env("PATH", format!("{tools}:{path}"));
+            if let Some(dir) = tools.split(':').find(|dir| PathBuf::from(dir).join(name).exists()) {
+                command = Command::new(PathBuf::from(dir).join(name));
+                command.env("PATH", format!("{tools}:{path}"));
+            }
+        }
+    }
+    command.env("KUBECONFIG", kubeconfig_path());
+    command
+}
+
+/// The pinned kubectl, pointed at the local control plane.
+pub fn kubectl() -> Command {
+    pinned_tool("kubectl")
+}
+
+/// The pinned helm, pointed at the local control plane.
+pub fn helm() -> Command {
+    pinned_tool("helm")
+}
+
+/// Runs a command and returns its stdout, panicking with stdout and stderr when it fails.
+pub fn run_ok(command: &mut Command) -> String {
+    let output = command.output().unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        panic!(
+            "{command:?} failed ({}):\n{stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    stdout
+}
+
+/// Polls `check` until it returns true, panicking after `timeout` with `what`.
+pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check().await {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Polls `get` until it returns `Some`, panicking after `timeout` with `what` and the last
+/// value `describe` produced (so a failing test shows the object it was waiting on).
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut get: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match get().await {
+            Ok(value) => return value,
+            Err(last) if Instant::now() > deadline => {
+                panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_names_are_valid_and_distinct() {
+        let a = unique_name("My_Test.Case");
+        let b = unique_name("My_Test.Case");
+        assert_ne!(a, b);
+        for name in [&a, &b] {
+            assert!(name.len() <= 63, "{name}");
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{name}");
+            assert!(name.starts_with("my-test-case-"), "{name}");
+        }
+    }
+}
