@@ -9,6 +9,8 @@ pub mod files;
 pub mod legacy_apis;
 pub mod load;
 pub mod metadata;
+pub mod oci;
+pub mod pack;
 pub mod unpack;
 pub mod yaml;
 

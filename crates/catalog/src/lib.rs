@@ -4,6 +4,7 @@
 //! `olm.skipRange`) are kept here as plain data; the graph algorithms live in the resolver.
 
 pub mod fbc;
+pub mod lint;
 pub mod load;
 pub mod model;
 pub mod range;
