@@ -39,4 +39,5 @@ pub use policy::{Policy, UpgradePath, upgrade_path};
 pub use rollback::{
     RollbackDecision, RollbackReason, RollbackRefused, RollbackRequest, check_rollback,
 };
+pub use semver;
 pub use solve::{Installed, Plan, Request, Resolver, Subscription, Unsatisfiable, resolve};

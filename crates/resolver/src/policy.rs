@@ -62,6 +62,7 @@ pub enum HopKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Hop {
     pub from: String,
     pub from_version: Version,

@@ -2,15 +2,29 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
+use anyhow::{Context, bail};
+use windlass_catalog::{Catalog, Channel, Package, load_catalog, range::VersionRange};
+use windlass_resolver::{
+    Installed, Policy, Request, Resolver, Subscription, UpgradeGraph,
+    policy::{HopKind, Start, Target, upgrade_path as find_path},
+    render,
+    semver::Version,
+    solve::Action,
+};
+
 #[derive(clap::Args)]
 pub struct UpgradePathArgs {
+    /// A catalog: a directory of packages, one package directory, or a file-based catalog.
     pub catalog: PathBuf,
     #[arg(long)]
     pub package: String,
+    /// Defaults to the package's default channel.
     #[arg(long)]
     pub channel: Option<String>,
+    /// The installed version (or CSV name).
     #[arg(long)]
     pub from: String,
+    /// A version or range to reach; without it, the path the policy leads to.
     #[arg(long)]
     pub to: Option<String>,
     #[arg(long, default_value = "olm", value_parser = ["olm", "semver", "any"])]
@@ -26,10 +40,14 @@ pub struct ResolveArgs {
     pub package: String,
     #[arg(long)]
     pub channel: Option<String>,
+    /// A version range the subscription accepts (blang or Masterminds syntax).
     #[arg(long)]
     pub version: Option<String>,
+    /// Installed packages as `package=version`, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub installed: Vec<String>,
+    #[arg(long, default_value = "olm", value_parser = ["olm", "semver", "any"])]
+    pub policy: String,
     #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
     pub output: String,
 }
@@ -45,14 +63,207 @@ pub struct GraphArgs {
     pub output: String,
 }
 
-pub fn upgrade_path(_args: UpgradePathArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`windlass catalog upgrade-path` is not available yet")
+fn load(path: &std::path::Path) -> anyhow::Result<Catalog> {
+    load_catalog(path).with_context(|| format!("reading catalog {}", path.display()))
 }
 
-pub fn resolve(_args: ResolveArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`windlass catalog resolve` is not available yet")
+fn package_channel<'c>(
+    catalog: &'c Catalog,
+    package: &str,
+    channel: Option<&str>,
+) -> anyhow::Result<(&'c Package, &'c Channel)> {
+    let Some(pkg) = catalog.packages.get(package) else {
+        let names: Vec<&str> = catalog.packages.keys().map(String::as_str).collect();
+        bail!(
+            "the catalog has no package {package} (packages: {})",
+            names.join(", ")
+        );
+    };
+    let channels = || pkg.channels.keys().cloned().collect::<Vec<_>>().join(", ");
+    let ch = match channel {
+        Some(name) => pkg.channels.get(name).with_context(|| {
+            format!(
+                "package {package} has no channel {name} (channels: {})",
+                channels()
+            )
+        })?,
+        None => pkg.default_channel().with_context(|| {
+            format!(
+                "package {package} has no default channel; pass --channel (channels: {})",
+                channels()
+            )
+        })?,
+    };
+    Ok((pkg, ch))
 }
 
-pub fn graph(_args: GraphArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`windlass catalog graph` is not available yet")
+fn parse_version(text: &str) -> Option<Version> {
+    Version::parse(text.trim().trim_start_matches(['v', 'V'])).ok()
+}
+
+pub fn upgrade_path(args: UpgradePathArgs) -> anyhow::Result<ExitCode> {
+    let catalog = load(&args.catalog)?;
+    let (pkg, ch) = package_channel(&catalog, &args.package, args.channel.as_deref())?;
+    let policy: Policy = args.policy.parse().map_err(anyhow::Error::msg)?;
+    let start = match parse_version(&args.from) {
+        Some(version) => Start {
+            name: None,
+            version,
+        },
+        None => match pkg.bundles.get(&args.from) {
+            Some(b) => Start {
+                name: Some(b.name.clone()),
+                version: b.version.clone(),
+            },
+            None => bail!(
+                "--from {:?} is neither a version nor a bundle of {}",
+                args.from,
+                pkg.name
+            ),
+        },
+    };
+    let target = match args.to.as_deref() {
+        None => None,
+        Some(t) => Some(match parse_version(t) {
+            Some(v) => Target::Version(v),
+            None => match pkg.bundles.get(t) {
+                Some(b) => Target::Version(b.version.clone()),
+                None => {
+                    Target::Range(VersionRange::parse(t).with_context(|| format!("--to {t:?}"))?)
+                }
+            },
+        }),
+    };
+    let graph = UpgradeGraph::build(pkg, ch);
+    let path = match find_path(&graph, ch, &start, target.as_ref(), policy) {
+        Ok(p) => p,
+        Err(e) => {
+            if args.output == "json" {
+                println!("{}", serde_json::json!({ "error": e.to_string() }));
+            } else {
+                eprintln!("{e}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    if args.output == "json" {
+        println!("{}", serde_json::to_string_pretty(&path)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} channel {} (policy {}), from {}:",
+        path.package, path.channel, path.policy, args.from
+    );
+    if path.hops.is_empty() {
+        println!("  nothing to do: already there");
+    }
+    for hop in &path.hops {
+        let via = match hop.via {
+            HopKind::Edge(kind) => kind.as_str(),
+            HopKind::Direct => "direct move allowed by the any policy",
+        };
+        let to_version = hop
+            .to_version
+            .as_ref()
+            .map_or_else(|| "?".to_string(), |v| v.to_string());
+        println!(
+            "  {} ({}) -> {} ({to_version})  [{via}]",
+            hop.from, hop.from_version, hop.to
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_installed(items: &[String]) -> anyhow::Result<Vec<Installed>> {
+    items
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|item| {
+            let (package, version) = item
+                .split_once('=')
+                .with_context(|| format!("--installed {item:?}: expected package=version"))?;
+            let version = parse_version(version)
+                .with_context(|| format!("--installed {item:?}: {version:?} is not a version"))?;
+            Ok(Installed {
+                package: package.trim().to_string(),
+                version,
+                bundle: None,
+            })
+        })
+        .collect()
+}
+
+pub fn resolve(args: ResolveArgs) -> anyhow::Result<ExitCode> {
+    let catalog = load(&args.catalog)?;
+    let range = match args.version.as_deref() {
+        Some(r) => Some(VersionRange::parse(r).with_context(|| format!("--version {r:?}"))?),
+        None => None,
+    };
+    let request = Request {
+        installed: parse_installed(&args.installed)?,
+        subscriptions: vec![Subscription {
+            package: args.package.clone(),
+            channel: args.channel.clone(),
+            range,
+            policy: args.policy.parse().map_err(anyhow::Error::msg)?,
+        }],
+    };
+    let resolver = Resolver::new(&catalog);
+    match resolver.resolve(&request) {
+        Ok(plan) => {
+            if args.output == "json" {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "resolved {} bundle(s), dependencies first:",
+                plan.steps.len()
+            );
+            for step in &plan.steps {
+                let action = match &step.action {
+                    Action::Install => "install".to_string(),
+                    Action::Keep => "keep".to_string(),
+                    Action::Upgrade { from } => format!("upgrade from {from}"),
+                    Action::Downgrade { from } => format!("downgrade from {from}"),
+                };
+                println!(
+                    "  {action:<20} {} ({} {})  for {}",
+                    step.bundle,
+                    step.package,
+                    step.version,
+                    step.required_by.join(", ")
+                );
+            }
+            for w in &plan.warnings {
+                println!("warning: {w}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => {
+            if args.output == "json" {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({ "unsatisfiable": why }))?
+                );
+            } else {
+                println!("{why}");
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+pub fn graph(args: GraphArgs) -> anyhow::Result<ExitCode> {
+    let catalog = load(&args.catalog)?;
+    let (pkg, ch) = package_channel(&catalog, &args.package, args.channel.as_deref())?;
+    let graph = UpgradeGraph::build(pkg, ch);
+    let text = match args.output.as_str() {
+        "mermaid" => render::to_mermaid(&graph),
+        _ => render::to_dot(&graph),
+    };
+    print!("{text}");
+    for p in graph.problems() {
+        eprintln!("{:?}: {p}", p.severity());
+    }
+    Ok(ExitCode::SUCCESS)
 }
