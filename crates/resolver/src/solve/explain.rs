@@ -637,36 +637,45 @@ impl fmt::Display for Problem {
 fn render(cause: &Cause, level: usize, out: &mut String) {
     let pad = "  ".repeat(level);
     let _ = write!(out, "{pad}{} needs {}", cause.needed_by, cause.requirement);
+    render_body(cause, level, out);
+}
+
+/// What follows "X needs Y": the problem, or one line per rejected candidate.
+fn render_body(cause: &Cause, level: usize, out: &mut String) {
+    let pad = "  ".repeat(level);
     if let Some(p) = &cause.problem {
         let _ = writeln!(out, ": {p}");
         return;
     }
     let _ = writeln!(out, "; every candidate is ruled out:");
     for r in &cause.rejected {
-        let _ = write!(out, "{pad}- {}: ", r.bundle);
+        let _ = write!(out, "{pad}- {}", r.bundle);
         match &r.because {
             Because::PackageHeld { holder, needed_by } => {
                 let _ = writeln!(
                     out,
-                    "{} is already at {} for {needed_by}",
+                    ": {} is already at {} for {needed_by}",
                     holder.package, holder.version
                 );
             }
             Because::ApiOwned { api, owner } => {
-                let _ = writeln!(out, "it owns {api}, which {owner} already owns");
+                let _ = writeln!(out, ": it owns {api}, which {owner} already owns");
             }
             Because::ConflictsWithRest => {
                 let _ = writeln!(
                     out,
-                    "its requirements conflict with the rest of the installation"
+                    ": its requirements conflict with the rest of the installation"
                 );
             }
             Because::NotExplored => {
-                let _ = writeln!(out, "not explored further");
+                let _ = writeln!(
+                    out,
+                    ": its requirements cannot be met (not followed further)"
+                );
             }
             Because::Unmet { cause } => {
-                let _ = writeln!(out);
-                render(cause, level + 1, out);
+                let _ = write!(out, " needs {}", cause.requirement);
+                render_body(cause, level + 1, out);
             }
         }
     }

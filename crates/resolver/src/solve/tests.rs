@@ -195,8 +195,7 @@ fn explains_a_dependency_nobody_offers() {
         err.to_string(),
         "cannot resolve subscription to etcd\n  \
          subscription to etcd needs a bundle of etcd from its default channel; every candidate is ruled out:\n  \
-         - etcd.v0.9.4 (etcd 0.9.4): \n    \
-         etcd.v0.9.4 (etcd 0.9.4) needs package prometheus >=0.47.0 <0.48.0: the catalog has prometheus 0.27.0, 0.22.2, none in >=0.47.0 <0.48.0"
+         - etcd.v0.9.4 (etcd 0.9.4) needs package prometheus >=0.47.0 <0.48.0: the catalog has prometheus 0.27.0, 0.22.2, none in >=0.47.0 <0.48.0"
     );
     let json = serde_json::to_value(&err).unwrap();
     assert_eq!(
