@@ -1,0 +1,502 @@
+//! The windlass Helm chart (`config/helm/windlass`): it lints and renders clean, `helm install`
+//! creates the manager's ServiceAccount, RBAC, Deployment and metrics Service as configured,
+//! `helm uninstall` removes them (cluster-scoped RBAC included), and the plain RBAC in
+//! `config/rbac` grants exactly what the chart grants.
+//!
+//! The pods are simulated by kwok, so these tests check the objects, not the manager process.
+
+use std::{
+    collections::BTreeMap,
+    io::Write,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{Container, Service, ServiceAccount},
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+};
+use kube::{Api, Client};
+use serde_json::Value;
+use windlass_testkit::{TestNamespace, helm, kubectl, run_ok, unique_name, wait_for};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("e2e/ has a parent")
+        .to_path_buf()
+}
+
+fn chart_dir() -> String {
+    repo_root()
+        .join("config/helm/windlass")
+        .display()
+        .to_string()
+}
+
+/// `make crds` writes the chart's CRDs; until it has, the chart installs without them.
+fn chart_has_crds() -> bool {
+    let dir = repo_root().join("config/helm/windlass/crds");
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".yaml"))
+        })
+        .unwrap_or(false)
+}
+
+/// Runs a command with `input` on stdin; panics with its output when it fails.
+fn run_with_stdin(command: &mut Command, input: &str) -> String {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input.as_bytes())
+        .expect("writing stdin");
+    let output = child.wait_with_output().expect("waiting for the command");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Kubernetes YAML (one or many documents) as JSON objects keyed by `Kind/name`, read by
+/// kubectl without sending anything to the apiserver.
+fn objects_of(yaml: &str) -> BTreeMap<String, Value> {
+    let json = run_with_stdin(
+        kubectl().args(["create", "--dry-run=client", "-o", "json", "-f", "-"]),
+        yaml,
+    );
+    // One JSON document per object, one after the other (a List only for list input).
+    let mut items = Vec::new();
+    for value in serde_json::Deserializer::from_str(&json).into_iter::<Value>() {
+        let value = value.expect("kubectl prints JSON");
+        match value["kind"].as_str() {
+            Some("List") => items.extend(value["items"].as_array().cloned().unwrap_or_default()),
+            _ => items.push(value),
+        }
+    }
+    items
+        .into_iter()
+        .map(|item| {
+            (
+                format!(
+                    "{}/{}",
+                    item["kind"].as_str().unwrap_or(""),
+                    item["metadata"]["name"].as_str().unwrap_or("")
+                ),
+                item,
+            )
+        })
+        .collect()
+}
+
+fn container(deployment: &Deployment) -> Container {
+    let containers = &deployment.spec.template.spec.as_ref().unwrap().containers;
+    assert_eq!(
+        containers.len(),
+        1,
+        "the manager Deployment runs one container"
+    );
+    containers[0].clone()
+}
+
+#[test]
+fn chart_lints_clean_and_renders_the_manager_command_from_values() {
+    let chart = chart_dir();
+    run_ok(helm().args(["lint", "--strict", &chart]));
+
+    let defaults = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "windlass-system",
+    ]));
+    for arg in [
+        "- manager",
+        "- --log-level=info",
+        "- --leader-elect=true",
+        "- --metrics-bind-address=0.0.0.0:8080",
+        "- --health-probe-bind-address=0.0.0.0:8081",
+        "- --namespace=windlass-system",
+    ] {
+        assert!(
+            defaults.contains(arg),
+            "default render lacks `{arg}`:\n{defaults}"
+        );
+    }
+    assert!(
+        !defaults.contains("--no-builtin-catalog"),
+        "the built-in catalog is on by default"
+    );
+    assert!(
+        defaults.contains("image: ghcr.io/windlass-dev/windlass:0.1.0"),
+        "the tag defaults to appVersion"
+    );
+
+    let custom = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "ops",
+        "--set",
+        "logLevel=debug,leaderElection=false,builtInCatalog.enabled=false,metrics.port=9090,health.port=9091,image.tag=dev",
+    ]));
+    for arg in [
+        "- --log-level=debug",
+        "- --leader-elect=false",
+        "- --metrics-bind-address=0.0.0.0:9090",
+        "- --health-probe-bind-address=0.0.0.0:9091",
+        "- --namespace=ops",
+        "- --no-builtin-catalog",
+        "image: ghcr.io/windlass-dev/windlass:dev",
+    ] {
+        assert!(
+            custom.contains(arg),
+            "custom render lacks `{arg}`:\n{custom}"
+        );
+    }
+
+    // Two active managers would fight over every object: the chart refuses that combination.
+    let output = helm()
+        .args([
+            "template",
+            "windlass",
+            &chart,
+            "--set",
+            "replicas=2,leaderElection=false",
+        ])
+        .output()
+        .expect("running helm");
+    assert!(
+        !output.status.success(),
+        "replicas=2 without leader election rendered"
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("needs leaderElection"));
+}
+
+#[tokio::test]
+async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
+    // kubectl reads the YAML; it needs the apiserver only for discovery.
+    let _ = windlass_testkit::client().await;
+    let rendered = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart_dir(),
+        "--namespace",
+        "windlass-system",
+        "--show-only",
+        "templates/serviceaccount.yaml",
+        "--show-only",
+        "templates/clusterrole.yaml",
+        "--show-only",
+        "templates/role.yaml",
+    ]));
+    let chart = objects_of(&rendered);
+    let plain = objects_of(&run_ok(kubectl().args([
+        "kustomize",
+        &repo_root().join("config/rbac").display().to_string(),
+    ])));
+
+    let names: Vec<&String> = chart.keys().collect();
+    assert_eq!(
+        names,
+        plain.keys().collect::<Vec<_>>(),
+        "the chart and config/rbac define different objects"
+    );
+    assert_eq!(
+        names,
+        [
+            "ClusterRole/windlass-manager",
+            "ClusterRoleBinding/windlass-manager",
+            "Role/windlass-leader-election",
+            "RoleBinding/windlass-leader-election",
+            "ServiceAccount/windlass",
+        ]
+    );
+    for (key, object) in &chart {
+        for field in ["rules", "roleRef", "subjects"] {
+            assert_eq!(
+                object[field], plain[key][field],
+                "{key}: `{field}` differs between the chart and config/rbac"
+            );
+        }
+        assert_eq!(
+            plain[key]["metadata"]["namespace"], object["metadata"]["namespace"],
+            "{key}: namespace differs"
+        );
+    }
+    // The rule that makes installing arbitrary operators possible is there, and documented.
+    let rules = chart["ClusterRole/windlass-manager"]["rules"]
+        .as_array()
+        .unwrap();
+    assert!(rules.iter().any(|r| {
+        r["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&"clusterroles".into())
+            && r["verbs"].as_array().unwrap().contains(&"escalate".into())
+            && r["verbs"].as_array().unwrap().contains(&"bind".into())
+    }));
+    assert!(rendered.contains("What this means for a cluster admin"));
+}
+
+/// Waits until `get` finds nothing (a deleted object is gone).
+async fn wait_gone<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(
+        &format!("{name} to be deleted"),
+        Duration::from_secs(60),
+        || async {
+            match api.get_opt(name).await {
+                Ok(None) => Ok(()),
+                Ok(Some(_)) => Err(format!("{name} still exists")),
+                Err(e) => Err(e.to_string()),
+            }
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_removes_them() {
+    let client: Client = windlass_testkit::client().await;
+    let ns = TestNamespace::create(&client, "helm-windlass").await;
+    let release = unique_name("wl");
+    let full = format!("{release}-windlass");
+    let chart = chart_dir();
+
+    let mut install = helm();
+    install.args([
+        "install",
+        &release,
+        &chart,
+        "--namespace",
+        &ns.name,
+        "--wait",
+        "--timeout",
+        "120s",
+    ]);
+    install.args([
+        "--set",
+        "logLevel=debug,replicas=2,resources.limits.memory=300Mi,resources.requests.cpu=75m",
+        "--set",
+        "serviceAccount.annotations.example\\.com/role=manager",
+    ]);
+    let with_crds = chart_has_crds();
+    if !with_crds {
+        // The CRDs are cluster-wide and shared with other tests; without the generated chart
+        // CRDs there is nothing for helm to install anyway.
+        install.arg("--skip-crds");
+    }
+    run_ok(&mut install);
+
+    let service_accounts = Api::<ServiceAccount>::namespaced(client.clone(), &ns.name);
+    let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
+    let services = Api::<Service>::namespaced(client.clone(), &ns.name);
+    let roles = Api::<Role>::namespaced(client.clone(), &ns.name);
+    let role_bindings = Api::<RoleBinding>::namespaced(client.clone(), &ns.name);
+    let cluster_roles = Api::<ClusterRole>::all(client.clone());
+    let cluster_role_bindings = Api::<ClusterRoleBinding>::all(client.clone());
+
+    let sa = service_accounts.get(&full).await.unwrap();
+    assert_eq!(
+        sa.metadata.annotations.unwrap()["example.com/role"],
+        "manager"
+    );
+
+    // Cluster-scoped names carry the release name, so parallel releases do not collide.
+    let cluster_role_name = format!("{full}-manager");
+    let cluster_role = cluster_roles.get(&cluster_role_name).await.unwrap();
+    let rules = cluster_role.rules.unwrap();
+    let grants = |group: &str, resource: &str, verb: &str| {
+        rules.iter().any(|r| {
+            r.api_groups
+                .as_ref()
+                .is_some_and(|g| g.iter().any(|g| g == group))
+                && r.resources
+                    .as_ref()
+                    .is_some_and(|rs| rs.iter().any(|rs| rs == resource))
+                && r.verbs.iter().any(|v| v == verb)
+        })
+    };
+    for (group, resource, verb) in [
+        ("windlass.dev", "blueprints", "create"),
+        ("windlass.dev", "clusterserviceversions/status", "patch"),
+        ("windlass.dev", "subscriptions/finalizers", "update"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "patch"),
+        ("apps", "deployments", "delete"),
+        ("", "secrets", "create"),
+        ("rbac.authorization.k8s.io", "clusterroles", "escalate"),
+        ("rbac.authorization.k8s.io", "roles", "bind"),
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "patch",
+        ),
+        ("", "pods", "list"),
+        ("", "events", "create"),
+    ] {
+        assert!(
+            grants(group, resource, verb),
+            "ClusterRole {cluster_role_name} does not grant {verb} on {group}/{resource}"
+        );
+    }
+    assert!(
+        !grants("", "nodes", "get"),
+        "the manager has no business with nodes"
+    );
+    assert!(
+        !grants("", "pods", "delete"),
+        "health checks only read pods"
+    );
+    let binding = cluster_role_bindings.get(&cluster_role_name).await.unwrap();
+    assert_eq!(binding.role_ref.name, cluster_role_name);
+    let subject = &binding.subjects.unwrap()[0];
+    assert_eq!(
+        (subject.name.as_str(), subject.namespace.as_deref()),
+        (full.as_str(), Some(ns.name.as_str()))
+    );
+
+    let role = roles.get(&format!("{full}-leader-election")).await.unwrap();
+    assert!(role.rules.unwrap().iter().any(|r| {
+        r.resources
+            .as_ref()
+            .is_some_and(|rs| rs.contains(&"leases".to_string()))
+    }));
+    role_bindings
+        .get(&format!("{full}-leader-election"))
+        .await
+        .unwrap();
+
+    let deployment = deployments.get(&full).await.unwrap();
+    assert_eq!(deployment.spec.replicas, Some(2));
+    let pod_spec = deployment.spec.template.spec.clone().unwrap();
+    assert_eq!(
+        pod_spec.service_account_name.as_deref(),
+        Some(full.as_str())
+    );
+    let pod_security = pod_spec.security_context.unwrap();
+    assert_eq!(pod_security.run_as_non_root, Some(true));
+    assert_eq!(
+        pod_security.seccomp_profile.unwrap().type_,
+        "RuntimeDefault"
+    );
+    let manager = container(&deployment);
+    assert_eq!(
+        manager.args.unwrap(),
+        [
+            "manager".to_string(),
+            "--log-level=debug".into(),
+            "--leader-elect=true".into(),
+            "--metrics-bind-address=0.0.0.0:8080".into(),
+            "--health-probe-bind-address=0.0.0.0:8081".into(),
+            format!("--namespace={}", ns.name),
+        ]
+    );
+    let env = manager.env.unwrap();
+    let pod_namespace = env
+        .iter()
+        .find(|e| e.name == "POD_NAMESPACE")
+        .expect("POD_NAMESPACE is set");
+    assert_eq!(
+        pod_namespace
+            .value_from
+            .as_ref()
+            .unwrap()
+            .field_ref
+            .as_ref()
+            .unwrap()
+            .field_path,
+        "metadata.namespace"
+    );
+    let probe_path = |probe: Option<k8s_openapi::api::core::v1::Probe>| {
+        let get = probe.and_then(|p| p.http_get).expect("an HTTP probe");
+        (
+            get.path.unwrap_or_default(),
+            serde_json::to_value(get.port).unwrap(),
+        )
+    };
+    assert_eq!(
+        probe_path(manager.liveness_probe),
+        ("/healthz".to_string(), Value::from("health"))
+    );
+    assert_eq!(
+        probe_path(manager.readiness_probe),
+        ("/readyz".to_string(), Value::from("health"))
+    );
+    let ports: BTreeMap<String, i32> = manager
+        .ports
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.name.unwrap_or_default(), p.container_port))
+        .collect();
+    assert_eq!(
+        ports,
+        BTreeMap::from([("health".to_string(), 8081), ("metrics".to_string(), 8080)])
+    );
+    let resources = manager.resources.unwrap();
+    assert_eq!(resources.limits.unwrap()["memory"].0, "300Mi");
+    assert_eq!(resources.requests.unwrap()["cpu"].0, "75m");
+    let security = manager.security_context.unwrap();
+    assert_eq!(security.read_only_root_filesystem, Some(true));
+    assert_eq!(security.allow_privilege_escalation, Some(false));
+    assert_eq!(security.capabilities.unwrap().drop.unwrap(), ["ALL"]);
+
+    let service = services.get(&format!("{full}-metrics")).await.unwrap();
+    let service_spec = service.spec.unwrap();
+    let port = &service_spec.ports.unwrap()[0];
+    assert_eq!((port.name.as_deref(), port.port), (Some("metrics"), 8080));
+    let selector = service_spec.selector.unwrap();
+    let pod_labels = deployment.spec.template.metadata.unwrap().labels.unwrap();
+    assert!(
+        selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)),
+        "the Service selects the manager pods"
+    );
+
+    if with_crds {
+        let crds = run_ok(kubectl().args(["get", "crd", "-o", "name"]));
+        for crd in [
+            "subscriptions.windlass.dev",
+            "blueprints.windlass.dev",
+            "clusterserviceversions.windlass.dev",
+            "catalogs.windlass.dev",
+        ] {
+            assert!(crds.contains(crd), "the chart's CRDs lack {crd}:\n{crds}");
+        }
+    }
+
+    run_ok(helm().args([
+        "uninstall",
+        &release,
+        "--namespace",
+        &ns.name,
+        "--wait",
+        "--timeout",
+        "120s",
+    ]));
+    wait_gone(&deployments, &full).await;
+    wait_gone(&services, &format!("{full}-metrics")).await;
+    wait_gone(&service_accounts, &full).await;
+    wait_gone(&roles, &format!("{full}-leader-election")).await;
+    wait_gone(&role_bindings, &format!("{full}-leader-election")).await;
+    wait_gone(&cluster_roles, &cluster_role_name).await;
+    wait_gone(&cluster_role_bindings, &cluster_role_name).await;
+}
