@@ -1,1 +1,44 @@
-//! The `windlass.dev/v1alpha1` API types.
+//! The `windlass.dev/v1alpha1` API: what users write (Subscription, Catalog), what windlass
+//! records (Blueprint) and what it installs (ClusterServiceVersion).
+//!
+//! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
+//! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
+
+pub mod blueprint;
+pub mod catalog;
+pub mod condition;
+pub mod config;
+pub mod csv;
+pub mod subscription;
+
+pub use blueprint::{Blueprint, BlueprintSpec, BlueprintStatus};
+pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
+pub use condition::{Condition, ConditionStatus, set_condition};
+pub use config::{OperatorConfig, UpgradePolicy};
+pub use csv::{ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase};
+pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
+
+/// The API group of every windlass kind.
+pub const GROUP: &str = "windlass.dev";
+/// The field manager of every write windlass makes (server-side apply and status).
+pub const FIELD_MANAGER: &str = "windlass";
+/// Label on every object windlass creates, naming the kind of owner that created it.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+
+/// Every CRD of the API, in the order they are written to `config/crd`.
+pub fn crds() -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> {
+    use kube::CustomResourceExt;
+    vec![Catalog::crd(), Subscription::crd(), Blueprint::crd(), ClusterServiceVersion::crd()]
+}
+
+/// The CRDs as `(file name, YAML)` pairs, exactly as `make crds` writes them to `config/crd`.
+pub fn crd_files() -> Result<Vec<(String, String)>, serde_saphyr::ser::Error> {
+    crds()
+        .into_iter()
+        .map(|crd| {
+            let file = format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or_default());
+            let yaml = serde_saphyr::to_string(&crd)?;
+            Ok((file, format!("# Generated from crates/api by `make crds`; do not edit.\n{yaml}")))
+        })
+        .collect()
+}

@@ -1,0 +1,122 @@
+//! ClusterServiceVersion: one installed operator version, as the bundle describes it.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    condition::{Condition, conditions_schema},
+    config::OperatorConfig,
+};
+
+/// An operator version to install and keep healthy. `spec.definition` carries the bundle's OLM
+/// ClusterServiceVersion unchanged (its annotations, labels and spec), so nothing the bundle
+/// says is lost; the other fields are windlass bookkeeping.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "windlass.dev",
+    version = "v1alpha1",
+    kind = "ClusterServiceVersion",
+    namespaced,
+    status = "ClusterServiceVersionStatus",
+    shortname = "wcsv",
+    category = "windlass",
+    doc = "One operator version to install and keep healthy, carrying the bundle's OLM ClusterServiceVersion unchanged.",
+    printcolumn(name = "Display", type_ = "string", json_path = ".spec.definition.spec.displayName"),
+    printcolumn(name = "Version", type_ = "string", json_path = ".spec.definition.spec.version"),
+    printcolumn(name = "Supersedes", type_ = "string", json_path = ".spec.supersedes"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterServiceVersionSpec {
+    /// The bundle's OLM ClusterServiceVersion: `{metadata: {annotations, labels}, spec}`.
+    #[schemars(schema_with = "preserved_object")]
+    pub definition: serde_json::Value,
+    /// Namespaces the operator watches; empty means all namespaces.
+    #[serde(default)]
+    pub target_namespaces: Vec<String>,
+    #[serde(default, skip_serializing_if = "OperatorConfig::is_empty")]
+    pub config: OperatorConfig,
+    /// The CSV this one takes over from (its Deployments are adopted in place).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// How long the operator has to become healthy before the CSV is Failed (default 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_deadline_seconds: Option<i64>,
+    /// What windlass changed to install the bundle on this Kubernetes (converted CRDs, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conversions: Vec<String>,
+}
+
+fn preserved_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+/// OLM-compatible phases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum CsvPhase {
+    Pending,
+    InstallReady,
+    Installing,
+    Succeeded,
+    Failed,
+    Replacing,
+    Deleting,
+    Unknown,
+}
+
+/// One requirement checked before install.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequirementStatus {
+    pub kind: String,
+    pub name: String,
+    /// `Present`, `NotPresent` or `NotSatisfied`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// An object the CSV created that its ownerReference cannot clean up (cluster-scoped, or in
+/// another namespace); the CSV's finalizer removes these.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReference {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterServiceVersionStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<CsvPhase>,
+    /// CamelCase reason for the phase (OLM's vocabulary: RequirementsNotMet, InstallSucceeded, ...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// When the phase last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// When installing this generation started; the progress deadline counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_start_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<RequirementStatus>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external_objects: Vec<ObjectReference>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "conditions_schema")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
