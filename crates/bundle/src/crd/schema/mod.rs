@@ -445,6 +445,9 @@ fn metadata_schema(meta: &mut Value, path: &str, w: &mut Walker<'_>) -> bool {
     let Some(m) = meta.as_object_mut() else {
         return true_with(w, path, why);
     };
+    if allowed_metadata(m) {
+        return false;
+    }
     let props = m.get("properties").and_then(Value::as_object);
     let kept: Map<String, Value> = props
         .map(|p| {
@@ -478,6 +481,19 @@ fn metadata_schema(meta: &mut Value, path: &str, w: &mut Walker<'_>) -> bool {
         w.record(path, "reduced to name and generateName", why);
     }
     false
+}
+
+/// `type: object` plus restrictions on name and generateName, and nothing else.
+fn allowed_metadata(m: &Map<String, Value>) -> bool {
+    let names_only = |p: &Value| {
+        p.as_object().is_some_and(|p| {
+            p.iter()
+                .all(|(k, v)| (k == "name" || k == "generateName") && v.get("default").is_none())
+        })
+    };
+    type_of(m) == Some("object")
+        && m.iter()
+            .all(|(k, v)| k == "type" || (k == "properties" && names_only(v)))
 }
 
 fn true_with(w: &mut Walker<'_>, path: &str, why: &str) -> bool {

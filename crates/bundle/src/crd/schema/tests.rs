@@ -214,6 +214,7 @@ fn structural_schema_is_left_alone() {
     let schema = json!({
         "type": "object",
         "properties": {
+            "metadata": {"type": "object"},
             "spec": {"type": "object", "properties": {
                 "port": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true},
                 "tags": {"type": "array", "items": {"type": "string"}},
