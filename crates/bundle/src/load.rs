@@ -125,9 +125,9 @@ pub fn read_source(path: &Path, limits: Limits) -> Result<(FileTree, String), Bu
     Ok((tree, source))
 }
 
-/// The package name a package-manifest version folder belongs to, from its parent's
-/// `*.package.yaml`, with the channels whose `currentCSV` is this CSV.
-fn package_manifest_context(folder: &Path) -> Option<(String, Option<String>)> {
+/// Annotations for a package-manifest version folder, from its parent's `*.package.yaml`: the
+/// package, the channels whose `currentCSV` is this CSV (else the default channel), the default.
+fn package_manifest_annotations(folder: &Path, csv_name: &str) -> Option<Annotations> {
     let parent = folder.parent()?;
     for entry in std::fs::read_dir(parent).ok()?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -136,7 +136,17 @@ fn package_manifest_context(folder: &Path) -> Option<(String, Option<String>)> {
             let doc = yaml::parse_one(&name, &text).ok()?.documents.pop()?;
             let package = doc["packageName"].as_str()?.to_string();
             let default = doc["defaultChannel"].as_str().map(String::from);
-            return Some((package, default));
+            let mut channels: Vec<String> = doc["channels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|c| c["currentCSV"].as_str() == Some(csv_name))
+                .filter_map(|c| c["name"].as_str().map(String::from))
+                .collect();
+            if channels.is_empty() {
+                channels.extend(default.clone());
+            }
+            return Some(Annotations::for_package(&package, &channels, default.as_deref()));
         }
     }
     None
@@ -220,9 +230,9 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
         notes,
     };
     if layout == Layout::PackageManifest
-        && let Some((package, default)) = package_manifest_context(Path::new(source))
+        && let Some(annotations) = package_manifest_annotations(Path::new(source), bundle.csv.name())
     {
-        bundle.annotations = Annotations::for_package(&package, &[], default.as_deref());
+        bundle.annotations = annotations;
     }
     Ok(bundle)
 }

@@ -55,7 +55,12 @@ fn to_error(file: &str, error: &serde_saphyr::Error) -> YamlError {
 }
 
 fn first_line(message: &str) -> String {
-    message.lines().next().unwrap_or_default().trim().to_string()
+    let line = message.lines().next().unwrap_or_default().trim();
+    // The parser's advice names its own API; a bundle author needs only the fact.
+    match line.split_once(", set DuplicateKeyPolicy") {
+        Some((fact, _)) => fact.to_string(),
+        None => line.to_string(),
+    }
 }
 
 /// Parses every document of a YAML stream (JSON is YAML too). Empty documents are skipped.

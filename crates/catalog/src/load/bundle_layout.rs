@@ -35,11 +35,38 @@ pub(super) fn read(packages: &[PathBuf], loaded: &mut Loaded) -> Result<(), Load
             package.description = description;
             package.icon = icon;
         }
+        if semver_mode(&dir) {
+            apply_semver_mode(&mut package);
+        }
         super::package_manifest::report_unchannelled(&package, &dir, loaded);
         loaded.package_sources.insert(package.name.clone(), dir.clone());
         loaded.catalog.packages.insert(package.name.clone(), package);
     }
     Ok(())
+}
+
+/// Whether the package's `ci.yaml` asks for `updateGraph: semver-mode`: OperatorHub then
+/// builds the upgrade graph from version order instead of each CSV's `replaces`.
+fn semver_mode(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join("ci.yaml")) else { return false };
+    windlass_bundle::yaml::parse_one("ci.yaml", &text)
+        .ok()
+        .and_then(|d| d.documents.into_iter().next())
+        .is_some_and(|d| d["updateGraph"] == "semver-mode")
+}
+
+/// In semver mode each entry replaces the next lower version of its channel; skips and
+/// skip ranges stay as the bundles declare them. Entries are listed newest first.
+pub(crate) fn apply_semver_mode(package: &mut Package) {
+    let versions: std::collections::BTreeMap<String, semver::Version> =
+        package.bundles.iter().map(|(n, b)| (n.clone(), b.version.clone())).collect();
+    for channel in package.channels.values_mut() {
+        channel.entries.sort_by(|a, b| versions.get(&b.name).cmp(&versions.get(&a.name)).then_with(|| a.name.cmp(&b.name)));
+        let names: Vec<String> = channel.entries.iter().map(|e| e.name.clone()).collect();
+        for (i, entry) in channel.entries.iter_mut().enumerate() {
+            entry.replaces = names.get(i + 1).cloned();
+        }
+    }
 }
 
 /// Adds one bundle and its channel entries; the newest bundle's default channel and
@@ -111,4 +138,35 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
     loaded.package_sources.insert(name.clone(), dir.to_path_buf());
     loaded.catalog.packages.insert(name, package);
     Ok(())
+}
+
+/// Bundles pulled from images, grouped into packages by their package annotation; each
+/// catalog bundle records the image it came from.
+pub fn read_images(images: Vec<(windlass_bundle::Bundle, String)>) -> Result<Loaded, LoadError> {
+    let mut loaded = Loaded::default();
+    let mut packages: std::collections::BTreeMap<String, (Package, Option<(semver::Version, Option<String>, Option<String>, Option<serde_json::Value>)>)> =
+        std::collections::BTreeMap::new();
+    for (bundle, image) in images {
+        let name = bundle.package().map(String::from).ok_or_else(|| LoadError::Invalid {
+            file: PathBuf::from(&image),
+            message: "image has no package annotation or label".into(),
+        })?;
+        let (package, newest) = packages.entry(name.clone()).or_insert_with(|| (Package { name: name.clone(), ..Default::default() }, None));
+        let csv_name = bundle.csv.name().to_string();
+        place(package, Path::new(&image), bundle, newest, &mut loaded);
+        if let Some(b) = package.bundles.get_mut(&csv_name) {
+            b.related_images.insert(0, crate::model::RelatedImage { name: String::new(), image: image.clone() });
+            b.image = Some(image.clone());
+        }
+        loaded.package_sources.entry(name).or_insert_with(|| PathBuf::from(&image));
+    }
+    for (name, (mut package, newest)) in packages {
+        if let Some((_, default, description, icon)) = newest {
+            package.default_channel = default;
+            package.description = description;
+            package.icon = icon;
+        }
+        loaded.catalog.packages.insert(name, package);
+    }
+    Ok(loaded)
 }

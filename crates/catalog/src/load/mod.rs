@@ -6,6 +6,8 @@
 //! [`load_catalog`] is the strict form for callers that need a complete catalog or an error.
 
 mod bundle_layout;
+
+pub use bundle_layout::read_images;
 pub mod convert;
 mod package_manifest;
 

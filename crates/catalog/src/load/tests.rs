@@ -109,3 +109,19 @@ fn an_empty_folder_is_not_a_catalog() {
     let dir = tempfile::tempdir().unwrap();
     assert!(matches!(read_catalog(dir.path()), Err(LoadError::NotACatalog { .. })));
 }
+
+#[test]
+fn semver_mode_packages_get_replaces_edges_from_version_order() {
+    let dir = tempfile::tempdir().unwrap();
+    bundle_layout(dir.path());
+    write(dir.path(), "other/1.5.0/manifests/csv.yaml", &csv("other.v1.5.0", "1.5.0", None, &[]));
+    write(dir.path(), "other/1.5.0/metadata/annotations.yaml", "annotations:\n  operators.operatorframework.io.bundle.package.v1: other\n  operators.operatorframework.io.bundle.channels.v1: alpha\n");
+    let before = read_catalog(dir.path()).unwrap();
+    assert_eq!(channel_heads(&before.catalog.packages["other"].channels["alpha"]).len(), 2, "1.5.0 is a second head in replaces mode");
+    write(dir.path(), "other/ci.yaml", "updateGraph: semver-mode\n");
+    let after = read_catalog(dir.path()).unwrap();
+    let alpha = &after.catalog.packages["other"].channels["alpha"];
+    assert_eq!(channel_heads(alpha), vec!["other.v2.1.0"]);
+    let edges: Vec<(&str, Option<&str>)> = alpha.entries.iter().map(|e| (e.name.as_str(), e.replaces.as_deref())).collect();
+    assert_eq!(edges, vec![("other.v2.1.0", Some("other.v2.0.0")), ("other.v2.0.0", Some("other.v1.5.0")), ("other.v1.5.0", None)]);
+}

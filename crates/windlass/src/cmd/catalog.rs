@@ -4,6 +4,11 @@ use std::process::ExitCode;
 
 #[derive(clap::Subcommand)]
 pub enum CatalogCommand {
+    /// Print catalogs (directories, file-based catalogs or bundle images) as a file-based-catalog
+    /// stream in the shape `opm render` emits.
+    Render(super::catalog_render::RenderArgs),
+    /// Check a catalog: every bundle, versions added twice, channels, default channels.
+    Lint(super::catalog_render::LintArgs),
     /// The upgrade hops from one version to another, each a real edge.
     UpgradePath(super::catalog_graph::UpgradePathArgs),
     /// Resolve a package and its dependencies, or explain why no answer exists.
@@ -14,6 +19,8 @@ pub enum CatalogCommand {
 
 pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
     match command {
+        CatalogCommand::Render(args) => super::catalog_render::render(args),
+        CatalogCommand::Lint(args) => super::catalog_render::lint(args),
         CatalogCommand::UpgradePath(args) => super::catalog_graph::upgrade_path(args),
         CatalogCommand::Resolve(args) => super::catalog_graph::resolve(args),
         CatalogCommand::Graph(args) => super::catalog_graph::graph(args),

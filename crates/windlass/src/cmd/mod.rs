@@ -2,5 +2,8 @@
 
 pub mod bundle;
 pub mod bundle_manifests;
+pub mod bundle_ops;
+pub mod bundle_registry;
 pub mod catalog;
 pub mod catalog_graph;
+pub mod catalog_render;
