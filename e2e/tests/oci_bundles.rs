@@ -1,0 +1,81 @@
+//! Bundle images in the local registry: a real corpus bundle pushed by windlass is a real OCI
+//! image (skopeo reads its manifest and bundle labels), and pulling it back gives the same
+//! files and the same bundle.
+
+use std::path::{Path, PathBuf};
+
+use windlass_bundle::metadata::keys;
+use windlass_bundle::oci::{self, RegistryOptions};
+use windlass_bundle::{Limits, from_files, load::read_source, pack::bundle_layout_tree};
+use windlass_testkit::{run_ok, unique_name};
+
+fn corpus() -> PathBuf {
+    let root = std::env::var("WINDLASS_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
+    assert!(root.is_dir(), "corpus not found at {} (set WINDLASS_CORPUS)", root.display());
+    root.join("operatorhub")
+}
+
+fn options() -> RegistryOptions {
+    RegistryOptions { plain_http: true, ..Default::default() }
+}
+
+/// Pushes a bundle folder and checks the image from the outside with skopeo, then pulls it.
+async fn round_trip(folder: &Path, expected_package: &str) {
+    let registry = windlass_testkit::registry();
+    let reference = format!("{}:v1", registry.unique_repository("e2e/bundle"));
+    let (tree, source) = read_source(folder, Limits::default()).unwrap();
+    let bundle = from_files(&tree, &source).unwrap();
+    let layout = bundle_layout_tree(&bundle, &tree);
+    let pushed = oci::push(&layout, &bundle.annotations, &reference, &options()).await.unwrap();
+
+    let inspect: serde_json::Value = serde_json::from_str(&run_ok(std::process::Command::new("skopeo").args([
+        "inspect",
+        "--tls-verify=false",
+        &format!("docker://{reference}"),
+    ])))
+    .unwrap();
+    assert_eq!(inspect["Digest"], pushed.digest.as_str());
+    let labels = &inspect["Labels"];
+    assert_eq!(labels[keys::MEDIATYPE], "registry+v1");
+    assert_eq!(labels[keys::MANIFESTS], "manifests/");
+    assert_eq!(labels[keys::METADATA], "metadata/");
+    assert_eq!(labels[keys::PACKAGE], expected_package);
+    assert!(labels[keys::CHANNELS].as_str().is_some_and(|c| !c.is_empty()), "{labels}");
+    let raw: serde_json::Value = serde_json::from_str(&run_ok(std::process::Command::new("skopeo").args([
+        "inspect",
+        "--raw",
+        "--tls-verify=false",
+        &format!("docker://{reference}"),
+    ])))
+    .unwrap();
+    assert_eq!(raw["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(raw["config"]["mediaType"], "application/vnd.oci.image.config.v1+json");
+    assert_eq!(raw["layers"][0]["mediaType"], "application/vnd.oci.image.layer.v1.tar+gzip");
+
+    let (pulled_bundle, pulled) = oci::pull_bundle(&reference, &options()).await.unwrap();
+    assert_eq!(pulled.digest, pushed.digest);
+    assert_eq!(pulled.files, layout, "the image holds exactly the bundle's files");
+    assert_eq!(pulled_bundle.csv, bundle.csv);
+    assert_eq!(pulled_bundle.manifests.len(), bundle.manifests.len());
+    assert_eq!(pulled_bundle.package(), Some(expected_package));
+}
+
+#[tokio::test]
+async fn a_bundle_layout_corpus_bundle_round_trips_through_the_registry() {
+    round_trip(&corpus().join("flux/0.16.1"), "flux").await;
+}
+
+#[tokio::test]
+async fn a_package_manifest_version_folder_is_pushed_in_bundle_layout() {
+    round_trip(&corpus().join("etcd/0.9.4"), "etcd").await;
+}
+
+#[tokio::test]
+async fn pulling_a_tag_that_does_not_exist_says_not_found() {
+    let registry = windlass_testkit::registry();
+    let reference = format!("{}/{}:missing", registry.addr, unique_name("e2e/none"));
+    let error = oci::pull(&reference, &options()).await.unwrap_err();
+    assert!(matches!(error, oci::OciError::NotFound { .. }), "{error}");
+}
