@@ -77,6 +77,11 @@ impl CatalogBuilder {
     pub fn build(&self) -> Catalog {
         self.catalog.clone()
     }
+
+    /// The catalog, without the copy `build` makes.
+    pub fn finish(self) -> Catalog {
+        self.catalog
+    }
 }
 
 fn channel_mut<'p>(pkg: &'p mut Package, channel: &str) -> &'p mut Channel {
@@ -207,5 +212,5 @@ pub fn generate(packages: usize, versions: usize) -> Catalog {
             let _ = spec;
         }
     }
-    b.build()
+    b.finish()
 }

@@ -1,0 +1,54 @@
+//! Resolution on generated catalogs shaped like the target: packages x 50 versions,
+//! dependency chains three deep, shared API providers (see `synthetic::generate`).
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use windlass_resolver::{Policy, Request, Resolver, Subscription, synthetic};
+
+fn subscriptions(packages: usize, count: usize) -> Vec<Subscription> {
+    // Spread over the catalog so chains and providers overlap the way a busy cluster's would.
+    let step = (packages / count).max(1);
+    (0..count)
+        .map(|i| Subscription {
+            package: format!("pkg{:05}", (i * step) % packages),
+            channel: None,
+            range: None,
+            policy: Policy::Olm,
+        })
+        .collect()
+}
+
+fn resolve(c: &mut Criterion) {
+    let mut group = c.benchmark_group("resolve");
+    group.sample_size(10);
+    for packages in [200, 2000, 4000] {
+        let catalog = synthetic::generate(packages, 50);
+        group.bench_with_input(
+            BenchmarkId::new("index", packages),
+            &catalog,
+            |b, catalog| b.iter(|| Resolver::new(catalog)),
+        );
+        let resolver = Resolver::new(&catalog);
+        let one = Request {
+            installed: vec![],
+            subscriptions: subscriptions(packages, 1),
+        };
+        group.bench_with_input(
+            BenchmarkId::new("one subscription", packages),
+            &one,
+            |b, req| b.iter(|| resolver.resolve(req).map(|p| p.steps.len())),
+        );
+        let many = Request {
+            installed: vec![],
+            subscriptions: subscriptions(packages, 1000.min(packages)),
+        };
+        group.bench_with_input(
+            BenchmarkId::new("1000 subscriptions", packages),
+            &many,
+            |b, req| b.iter(|| resolver.resolve(req).map(|p| p.steps.len())),
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, resolve);
+criterion_main!(benches);
