@@ -36,16 +36,20 @@ fn chart_dir() -> String {
         .to_string()
 }
 
-/// `make crds` writes the chart's CRDs; until it has, the chart installs without them.
-fn chart_has_crds() -> bool {
+/// The chart's CRD files (`make crds` writes them); empty until it has run.
+fn chart_crd_files() -> Vec<PathBuf> {
     let dir = repo_root().join("config/helm/windlass/crds");
-    std::fs::read_dir(dir)
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| {
             entries
                 .flatten()
-                .any(|e| e.file_name().to_string_lossy().ends_with(".yaml"))
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+                .collect()
         })
-        .unwrap_or(false)
+        .unwrap_or_default();
+    files.sort();
+    files
 }
 
 /// Runs a command with `input` on stdin; panics with its output when it fails.
@@ -300,10 +304,45 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         "--set",
         "serviceAccount.annotations.example\\.com/role=manager",
     ]);
-    let with_crds = chart_has_crds();
-    if !with_crds {
-        // The CRDs are cluster-wide and shared with other tests; without the generated chart
-        // CRDs there is nothing for helm to install anyway.
+    // CRDs are cluster-wide and shared with every other test. Helm applies the chart's CRDs
+    // server-side and stops on a conflict with whoever created them first, so it installs them
+    // only when none exists yet; either way the chart's CRD files must be accepted by the
+    // apiserver and every one of them must exist afterwards.
+    let crd_files = chart_crd_files();
+    let mut crd_names = Vec::new();
+    for file in &crd_files {
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+        for (key, object) in objects_of(&text) {
+            assert!(
+                key.starts_with("CustomResourceDefinition/"),
+                "{}: {key} is not a CRD",
+                file.display()
+            );
+            crd_names.push(
+                object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+        run_ok(kubectl().args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "--field-manager=helm-chart-test",
+            "-f",
+            &file.display().to_string(),
+        ]));
+    }
+    let existing = run_ok(kubectl().args(["get", "crd", "-o", "name"]));
+    let all_exist = crd_names.iter().all(|name| {
+        existing
+            .lines()
+            .any(|l| l == format!("customresourcedefinition.apiextensions.k8s.io/{name}"))
+    });
+    if crd_files.is_empty() || all_exist {
         install.arg("--skip-crds");
     }
     run_ok(&mut install);
@@ -471,7 +510,7 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         "the Service selects the manager pods"
     );
 
-    if with_crds {
+    if !crd_files.is_empty() {
         let crds = run_ok(kubectl().args(["get", "crd", "-o", "name"]));
         for crd in [
             "subscriptions.windlass.dev",
@@ -479,7 +518,14 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
             "clusterserviceversions.windlass.dev",
             "catalogs.windlass.dev",
         ] {
-            assert!(crds.contains(crd), "the chart's CRDs lack {crd}:\n{crds}");
+            assert!(
+                crd_names.iter().any(|n| n == crd),
+                "the chart's crds/ lacks {crd}"
+            );
+            assert!(
+                crds.contains(crd),
+                "{crd} is not in the cluster after the install:\n{crds}"
+            );
         }
     }
 
