@@ -263,6 +263,13 @@ impl Bundle {
         self.manifests.iter().filter(move |m| m.kind() == kind)
     }
 
+    /// The bundle's CRDs as `apiextensions.k8s.io/v1`, legacy `v1beta1` ones converted through
+    /// [`crate::crd::to_v1`], each with its file. `manifests` keeps the CRDs as written, so the
+    /// change list of the conversion stays available to `bundle manifests` and lint.
+    pub fn crds_v1(&self) -> Vec<(&str, Result<crate::crd::Converted, crate::crd::ConvertError>)> {
+        self.objects_of_kind("CustomResourceDefinition").map(|m| (m.file.as_str(), crate::crd::to_v1(&m.object))).collect()
+    }
+
     /// Where the CSV's file lives, as a path a person can open.
     pub fn path_of(&self, file: &str) -> PathBuf {
         Path::new(&self.source).join(file)

@@ -127,3 +127,15 @@ fn duplicate_keys_are_noted_not_fatal() {
     assert_eq!(bundle.csv.spec.display_name.as_deref(), Some("Demo Two"));
     assert!(matches!(&bundle.notes[0], LoadNote::DuplicateKey(e) if e.file == "manifests/csv.yaml"));
 }
+
+#[test]
+fn legacy_crds_come_out_as_v1_while_manifests_keep_them_as_written() {
+    let legacy = "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.demo.example.com}\nspec:\n  group: demo.example.com\n  version: v1\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  validation: {openAPIV3Schema: {type: object}}\n";
+    let bundle = from_files(&tree(&[("manifests/csv.yaml", CSV), ("manifests/crd.yaml", legacy)]), "b").unwrap();
+    let crds = bundle.crds_v1();
+    assert_eq!(crds.len(), 1);
+    let converted = crds[0].1.as_ref().unwrap();
+    assert_eq!(converted.object["apiVersion"], "apiextensions.k8s.io/v1");
+    assert!(!converted.changes.is_empty());
+    assert_eq!(bundle.objects_of_kind("CustomResourceDefinition").next().unwrap().api_version(), "apiextensions.k8s.io/v1beta1");
+}

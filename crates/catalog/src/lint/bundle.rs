@@ -78,7 +78,12 @@ fn required_fields(bundle: &Bundle, file: &str, report: &mut Report) {
                     for (list, name) in [(&spec.permissions, "permissions"), (&spec.cluster_permissions, "clusterPermissions")] {
                         for (i, p) in list.iter().enumerate() {
                             if p.service_account_name.trim().is_empty() {
-                                missing(&format!("spec.install.spec.{name}[{i}].serviceAccountName"), "is missing");
+                                // Kubernetes decoding is case-sensitive: a key spelled differently is dropped.
+                                let why = match p.extra.keys().find(|k| k.eq_ignore_ascii_case("serviceAccountName")) {
+                                    Some(k) => format!("is missing (written as `{k}`; field names are case-sensitive)"),
+                                    None => "is missing".to_string(),
+                                };
+                                missing(&format!("spec.install.spec.{name}[{i}].serviceAccountName"), &why);
                             }
                         }
                     }

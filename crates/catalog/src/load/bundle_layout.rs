@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{IssueKind, LoadError, LoadIssue, Loaded, add_bundle, convert, entries, load_parallel};
+use super::{IssueKind, LoadError, LoadIssue, Loaded, ReadOptions, add_bundle, convert, entries, load_parallel};
 use crate::model::{Channel, Package};
 use crate::validate::Severity;
 
-pub(super) fn read(packages: &[PathBuf], loaded: &mut Loaded) -> Result<(), LoadError> {
+pub(super) fn read(packages: &[PathBuf], loaded: &mut Loaded, options: ReadOptions) -> Result<(), LoadError> {
     let mut work = Vec::new();
     let mut plans = Vec::new();
     for dir in packages {
@@ -15,7 +15,7 @@ pub(super) fn read(packages: &[PathBuf], loaded: &mut Loaded) -> Result<(), Load
         plans.push((dir.clone(), work.len()..work.len() + versions.len()));
         work.extend(versions);
     }
-    let mut results = load_parallel(&work).into_iter();
+    let mut results = load_parallel(&work, options).into_iter();
     for (dir, range) in plans {
         let folder_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut package = Package { name: folder_name.clone(), ..Default::default() };

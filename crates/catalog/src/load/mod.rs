@@ -94,6 +94,20 @@ pub struct SourceBundle {
     pub bundle: LoadedBundle,
 }
 
+/// What a read keeps besides the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Keep every bundle's manifests in [`Loaded::bundles`] (lint needs them; rendering and
+    /// resolution do not, and CRD schemas are most of a catalog's memory).
+    pub keep_manifests: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { keep_manifests: true }
+    }
+}
+
 /// Everything one read produced.
 #[derive(Clone, Debug, Default)]
 pub struct Loaded {
@@ -105,14 +119,16 @@ pub struct Loaded {
     pub package_sources: std::collections::BTreeMap<String, PathBuf>,
 }
 
+const LEAN: ReadOptions = ReadOptions { keep_manifests: false };
+
 /// The strict reader: the catalog, or the first problem that made it incomplete.
 pub fn load_catalog(path: &Path) -> Result<Catalog, LoadError> {
-    strict(read_catalog(path)?)
+    strict(read_catalog_with(path, LEAN)?)
 }
 
 /// [`load_catalog`] over several roots merged; a package defined twice is an error.
 pub fn load_catalogs(paths: &[PathBuf]) -> Result<Catalog, LoadError> {
-    strict(read_catalogs(paths)?)
+    strict(read_catalogs_with(paths, LEAN)?)
 }
 
 fn strict(loaded: Loaded) -> Result<Catalog, LoadError> {
@@ -124,9 +140,14 @@ fn strict(loaded: Loaded) -> Result<Catalog, LoadError> {
 
 /// Reads several roots into one catalog.
 pub fn read_catalogs(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+    read_catalogs_with(paths, ReadOptions::default())
+}
+
+/// [`read_catalogs`] with explicit options.
+pub fn read_catalogs_with(paths: &[PathBuf], options: ReadOptions) -> Result<Loaded, LoadError> {
     let mut merged = Loaded::default();
     for path in paths {
-        let loaded = read_catalog(path)?;
+        let loaded = read_catalog_with(path, options)?;
         for (name, package) in loaded.catalog.packages {
             let source = loaded.package_sources.get(&name).cloned().unwrap_or_else(|| path.clone());
             if let Some(first) = merged.package_sources.get(&name) {
@@ -205,15 +226,20 @@ fn shape(dir: &Path) -> Result<Shape, LoadError> {
 
 /// Reads one root, collecting issues instead of stopping at them.
 pub fn read_catalog(path: &Path) -> Result<Loaded, LoadError> {
+    read_catalog_with(path, ReadOptions::default())
+}
+
+/// [`read_catalog`] with explicit options.
+pub fn read_catalog_with(path: &Path, options: ReadOptions) -> Result<Loaded, LoadError> {
     let meta = std::fs::metadata(path).map_err(io(path))?;
     if meta.is_file() {
         return crate::fbc::read(path);
     }
     let mut loaded = Loaded::default();
     match shape(path)? {
-        Shape::PackageManifest(file) => package_manifest::read(&[(path.to_path_buf(), file)], &mut loaded)?,
+        Shape::PackageManifest(file) => package_manifest::read(&[(path.to_path_buf(), file)], &mut loaded, options)?,
         Shape::SingleBundle => bundle_layout::read_single(path, &mut loaded)?,
-        Shape::BundlePackage => bundle_layout::read(&[path.to_path_buf()], &mut loaded)?,
+        Shape::BundlePackage => bundle_layout::read(&[path.to_path_buf()], &mut loaded, options)?,
         Shape::Packages(dirs) => {
             let mut manifests = Vec::new();
             let mut bundles = Vec::new();
@@ -223,8 +249,8 @@ pub fn read_catalog(path: &Path) -> Result<Loaded, LoadError> {
                     None => bundles.push(dir),
                 }
             }
-            package_manifest::read(&manifests, &mut loaded)?;
-            bundle_layout::read(&bundles, &mut loaded)?;
+            package_manifest::read(&manifests, &mut loaded, options)?;
+            bundle_layout::read(&bundles, &mut loaded, options)?;
         }
         Shape::FileBased => {
             let fbc = crate::fbc::read(path)?;
@@ -239,10 +265,19 @@ pub fn read_catalog(path: &Path) -> Result<Loaded, LoadError> {
 }
 
 /// Loads bundle folders on every core, keeping input order in the output.
-pub(crate) fn load_parallel(dirs: &[PathBuf]) -> Vec<Result<LoadedBundle, BundleError>> {
+pub(crate) fn load_parallel(dirs: &[PathBuf], options: ReadOptions) -> Vec<Result<LoadedBundle, BundleError>> {
+    let load = |dir: &PathBuf| {
+        windlass_bundle::load_bundle(dir).map(|mut bundle| {
+            if !options.keep_manifests {
+                // Dropped in the worker, so a lean read never holds every schema at once.
+                bundle.manifests = Vec::new();
+            }
+            bundle
+        })
+    };
     let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(dirs.len()).max(1);
     if workers == 1 {
-        return dirs.iter().map(|d| windlass_bundle::load_bundle(d)).collect();
+        return dirs.iter().map(load).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut results: Vec<Option<Result<LoadedBundle, BundleError>>> = (0..dirs.len()).map(|_| None).collect();
@@ -250,11 +285,12 @@ pub(crate) fn load_parallel(dirs: &[PathBuf]) -> Vec<Result<LoadedBundle, Bundle
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
+                    let load = &load;
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(dir) = dirs.get(i) else { break };
-                        done.push((i, windlass_bundle::load_bundle(dir)));
+                        done.push((i, load(dir)));
                     }
                     done
                 })

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{IssueKind, LoadError, LoadIssue, Loaded, add_bundle, convert, entries, load_parallel};
+use super::{IssueKind, LoadError, LoadIssue, Loaded, ReadOptions, add_bundle, convert, entries, load_parallel};
 use crate::model::{Channel, Package};
 use crate::validate::Severity;
 
@@ -42,7 +42,7 @@ pub fn read_package_file(file: &Path) -> Result<PackageFile, LoadError> {
     })
 }
 
-pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded) -> Result<(), LoadError> {
+pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded, options: ReadOptions) -> Result<(), LoadError> {
     // Read every package file first, then every version folder of every package in one
     // parallel pass: packages differ wildly in size, so per-package parallelism idles.
     let mut plans = Vec::new();
@@ -60,7 +60,7 @@ pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded) -> Resu
         work.extend(versions);
         plans.push((dir.clone(), file.clone(), package_file, range));
     }
-    let mut results = load_parallel(&work).into_iter();
+    let mut results = load_parallel(&work, options).into_iter();
     for (dir, file, package_file, range) in plans {
         let name = package_file.package_name.clone();
         let mut package = Package { name: name.clone(), default_channel: package_file.default_channel.clone(), ..Default::default() };

@@ -96,3 +96,48 @@ pub fn pack(args: PackArgs) -> anyhow::Result<ExitCode> {
     println!("packed {} {} ({} files, {} related images) into {}", manifest.name, manifest.version, manifest.files.len(), manifest.related_images.len(), output.display());
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CSV: &str = "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata: {name: demo.v1.0.0}\nspec:\n  version: 1.0.0\n  displayName: Demo\n  description: d\n  provider: {name: Acme}\n  installModes: [{type: AllNamespaces, supported: true}]\n  install:\n    strategy: deployment\n    spec:\n      deployments:\n      - name: d\n        spec: {template: {spec: {containers: [{name: m, image: 'example.com/m:1'}]}}}\n  relatedImages: [{name: m, image: 'example.com/m:1'}]\n";
+
+    fn bundle_dir(csv: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("b/manifests")).unwrap();
+        std::fs::create_dir_all(dir.path().join("b/metadata")).unwrap();
+        std::fs::write(dir.path().join("b/manifests/csv.yaml"), csv).unwrap();
+        std::fs::write(dir.path().join("b/metadata/annotations.yaml"), "annotations:\n  operators.operatorframework.io.bundle.package.v1: demo\n  operators.operatorframework.io.bundle.channels.v1: stable\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn pack_writes_a_loadable_archive_for_a_clean_bundle() {
+        let dir = bundle_dir(CSV);
+        let out = dir.path().join("demo.tgz");
+        let code = pack(PackArgs { dir: dir.path().join("b"), output: Some(out.clone()) }).unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+        let bundle = windlass_bundle::load_bundle(&out).unwrap();
+        assert_eq!(bundle.package(), Some("demo"));
+        assert!(!lint_path(&out).has_errors());
+    }
+
+    #[test]
+    fn pack_refuses_a_bundle_with_lint_errors_and_writes_nothing() {
+        let dir = bundle_dir(&CSV.replace("  installModes: [{type: AllNamespaces, supported: true}]\n", ""));
+        let out = dir.path().join("demo.tgz");
+        let code = pack(PackArgs { dir: dir.path().join("b"), output: Some(out.clone()) }).unwrap();
+        assert_eq!(code, ExitCode::from(1));
+        assert!(!out.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no partial file left behind");
+    }
+
+    #[test]
+    fn an_unreadable_bundle_is_an_error_finding_naming_the_file_and_line() {
+        let dir = bundle_dir("kind: [broken\n");
+        let report = lint_path(&dir.path().join("b"));
+        assert!(report.has_errors());
+        assert!(report.findings[0].message.contains("manifests/csv.yaml:"), "{}", report.findings[0].message);
+    }
+}

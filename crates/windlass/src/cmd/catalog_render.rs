@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use windlass_catalog::load::{LoadIssue, Loaded, read_catalogs, read_images};
+use windlass_catalog::load::{LoadIssue, Loaded, ReadOptions, read_catalogs, read_catalogs_with, read_images};
 use windlass_catalog::lint::lint_loaded;
 
 #[derive(clap::Args)]
@@ -32,7 +32,8 @@ pub struct LintArgs {
 fn read_sources(sources: &[String], registry: &super::bundle_registry::RegistryArgs) -> anyhow::Result<Loaded> {
     let (paths, references): (Vec<&String>, Vec<&String>) = sources.iter().partition(|s| std::path::Path::new(s).exists());
     let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
-    let mut loaded = read_catalogs(&paths)?;
+    // Rendering needs no manifests; dropping them early keeps memory near the catalog's size.
+    let mut loaded = read_catalogs_with(&paths, ReadOptions { keep_manifests: false })?;
     if !references.is_empty() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let mut images = Vec::new();
