@@ -13,12 +13,19 @@ fn corpus() -> PathBuf {
     let root = std::env::var("WINDLASS_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    assert!(root.is_dir(), "corpus not found at {} (set WINDLASS_CORPUS)", root.display());
+    assert!(
+        root.is_dir(),
+        "corpus not found at {} (set WINDLASS_CORPUS)",
+        root.display()
+    );
     root.join("operatorhub")
 }
 
 fn options() -> RegistryOptions {
-    RegistryOptions { plain_http: true, ..Default::default() }
+    RegistryOptions {
+        plain_http: true,
+        ..Default::default()
+    }
 }
 
 /// Pushes a bundle folder and checks the image from the outside with skopeo, then pulls it.
@@ -28,35 +35,56 @@ async fn round_trip(folder: &Path, expected_package: &str) {
     let (tree, source) = read_source(folder, Limits::default()).unwrap();
     let bundle = from_files(&tree, &source).unwrap();
     let layout = bundle_layout_tree(&bundle, &tree);
-    let pushed = oci::push(&layout, &bundle.annotations, &reference, &options()).await.unwrap();
+    let pushed = oci::push(&layout, &bundle.annotations, &reference, &options())
+        .await
+        .unwrap();
 
-    let inspect: serde_json::Value = serde_json::from_str(&run_ok(std::process::Command::new("skopeo").args([
-        "inspect",
-        "--tls-verify=false",
-        &format!("docker://{reference}"),
-    ])))
-    .unwrap();
+    let inspect: serde_json::Value =
+        serde_json::from_str(&run_ok(std::process::Command::new("skopeo").args([
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ])))
+        .unwrap();
     assert_eq!(inspect["Digest"], pushed.digest.as_str());
     let labels = &inspect["Labels"];
     assert_eq!(labels[keys::MEDIATYPE], "registry+v1");
     assert_eq!(labels[keys::MANIFESTS], "manifests/");
     assert_eq!(labels[keys::METADATA], "metadata/");
     assert_eq!(labels[keys::PACKAGE], expected_package);
-    assert!(labels[keys::CHANNELS].as_str().is_some_and(|c| !c.is_empty()), "{labels}");
-    let raw: serde_json::Value = serde_json::from_str(&run_ok(std::process::Command::new("skopeo").args([
-        "inspect",
-        "--raw",
-        "--tls-verify=false",
-        &format!("docker://{reference}"),
-    ])))
-    .unwrap();
-    assert_eq!(raw["mediaType"], "application/vnd.oci.image.manifest.v1+json");
-    assert_eq!(raw["config"]["mediaType"], "application/vnd.oci.image.config.v1+json");
-    assert_eq!(raw["layers"][0]["mediaType"], "application/vnd.oci.image.layer.v1.tar+gzip");
+    assert!(
+        labels[keys::CHANNELS]
+            .as_str()
+            .is_some_and(|c| !c.is_empty()),
+        "{labels}"
+    );
+    let raw: serde_json::Value =
+        serde_json::from_str(&run_ok(std::process::Command::new("skopeo").args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ])))
+        .unwrap();
+    assert_eq!(
+        raw["mediaType"],
+        "application/vnd.oci.image.manifest.v1+json"
+    );
+    assert_eq!(
+        raw["config"]["mediaType"],
+        "application/vnd.oci.image.config.v1+json"
+    );
+    assert_eq!(
+        raw["layers"][0]["mediaType"],
+        "application/vnd.oci.image.layer.v1.tar+gzip"
+    );
 
     let (pulled_bundle, pulled) = oci::pull_bundle(&reference, &options()).await.unwrap();
     assert_eq!(pulled.digest, pushed.digest);
-    assert_eq!(pulled.files, layout, "the image holds exactly the bundle's files");
+    assert_eq!(
+        pulled.files, layout,
+        "the image holds exactly the bundle's files"
+    );
     assert_eq!(pulled_bundle.csv, bundle.csv);
     assert_eq!(pulled_bundle.manifests.len(), bundle.manifests.len());
     assert_eq!(pulled_bundle.package(), Some(expected_package));

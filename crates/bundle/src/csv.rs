@@ -84,13 +84,25 @@ pub struct ClusterServiceVersion {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
-    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "string_map")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "string_map"
+    )]
     pub annotations: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "string_map")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "string_map"
+    )]
     pub labels: BTreeMap<String, String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -100,37 +112,86 @@ pub struct ObjectMeta {
 #[serde(rename_all = "camelCase")]
 pub struct CsvSpec {
     /// As written; [`ClusterServiceVersion::version`] parses it.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub replaces: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub skips: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub min_kube_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub display_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<Provider>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub maturity: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub icon: Vec<Icon>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install: Option<InstallStrategy>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub install_modes: Vec<InstallMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub customresourcedefinitions: Option<CustomResourceDefinitions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apiservicedefinitions: Option<ApiServiceDefinitions>,
-    #[serde(default, rename = "nativeAPIs", skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        rename = "nativeAPIs",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub native_apis: Vec<GroupVersionKind>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub webhookdefinitions: Vec<Value>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub related_images: Vec<RelatedImage>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -138,9 +199,17 @@ pub struct CsvSpec {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Provider {
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub url: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -148,9 +217,17 @@ pub struct Provider {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Icon {
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub base64data: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub mediatype: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -169,11 +246,23 @@ pub struct InstallStrategy {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentStrategy {
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub deployments: Vec<DeploymentSpec>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub permissions: Vec<Permissions>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub cluster_permissions: Vec<Permissions>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -186,7 +275,11 @@ pub struct DeploymentSpec {
     /// An apps/v1 DeploymentSpec, kept as written: windlass applies it as is.
     #[serde(default)]
     pub spec: Value,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "string_map")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "string_map"
+    )]
     pub label: BTreeMap<String, String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -241,9 +334,17 @@ fn lenient_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::E
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CustomResourceDefinitions {
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub owned: Vec<CrdDescription>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub required: Vec<CrdDescription>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -259,9 +360,17 @@ pub struct CrdDescription {
     pub version: String,
     #[serde(default, deserialize_with = "nullable")]
     pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub display_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_string"
+    )]
     pub description: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -270,15 +379,26 @@ pub struct CrdDescription {
 impl CrdDescription {
     /// The API group: everything after the first dot of the name.
     pub fn group(&self) -> &str {
-        self.name.split_once('.').map(|(_, g)| g).unwrap_or_default()
+        self.name
+            .split_once('.')
+            .map(|(_, g)| g)
+            .unwrap_or_default()
     }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApiServiceDefinitions {
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub owned: Vec<ApiServiceDescription>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub required: Vec<ApiServiceDescription>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -334,7 +454,11 @@ impl ClusterServiceVersion {
         serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             CsvFieldError {
-                field: if path == "." { "(document)".into() } else { path },
+                field: if path == "." {
+                    "(document)".into()
+                } else {
+                    path
+                },
                 message: e.into_inner().to_string(),
             }
         })
@@ -351,34 +475,61 @@ impl ClusterServiceVersion {
             message: "is missing".into(),
         })?;
         let trimmed = raw.trim();
-        semver::Version::parse(trimmed.strip_prefix('v').unwrap_or(trimmed)).map_err(|e| CsvFieldError {
-            field: "spec.version".into(),
-            message: format!("`{raw}` is not a semantic version: {e}"),
+        semver::Version::parse(trimmed.strip_prefix('v').unwrap_or(trimmed)).map_err(|e| {
+            CsvFieldError {
+                field: "spec.version".into(),
+                message: format!("`{raw}` is not a semantic version: {e}"),
+            }
         })
     }
 
     pub fn skip_range(&self) -> Option<&str> {
-        self.metadata.annotations.get(SKIP_RANGE_ANNOTATION).map(String::as_str).filter(|s| !s.trim().is_empty())
+        self.metadata
+            .annotations
+            .get(SKIP_RANGE_ANNOTATION)
+            .map(String::as_str)
+            .filter(|s| !s.trim().is_empty())
     }
 
     pub fn owned_crds(&self) -> &[CrdDescription] {
-        self.spec.customresourcedefinitions.as_ref().map(|c| c.owned.as_slice()).unwrap_or_default()
+        self.spec
+            .customresourcedefinitions
+            .as_ref()
+            .map(|c| c.owned.as_slice())
+            .unwrap_or_default()
     }
 
     pub fn required_crds(&self) -> &[CrdDescription] {
-        self.spec.customresourcedefinitions.as_ref().map(|c| c.required.as_slice()).unwrap_or_default()
+        self.spec
+            .customresourcedefinitions
+            .as_ref()
+            .map(|c| c.required.as_slice())
+            .unwrap_or_default()
     }
 
     pub fn owned_apiservices(&self) -> &[ApiServiceDescription] {
-        self.spec.apiservicedefinitions.as_ref().map(|c| c.owned.as_slice()).unwrap_or_default()
+        self.spec
+            .apiservicedefinitions
+            .as_ref()
+            .map(|c| c.owned.as_slice())
+            .unwrap_or_default()
     }
 
     pub fn required_apiservices(&self) -> &[ApiServiceDescription] {
-        self.spec.apiservicedefinitions.as_ref().map(|c| c.required.as_slice()).unwrap_or_default()
+        self.spec
+            .apiservicedefinitions
+            .as_ref()
+            .map(|c| c.required.as_slice())
+            .unwrap_or_default()
     }
 
     pub fn deployments(&self) -> &[DeploymentSpec] {
-        self.spec.install.as_ref().and_then(|i| i.spec.as_ref()).map(|s| s.deployments.as_slice()).unwrap_or_default()
+        self.spec
+            .install
+            .as_ref()
+            .and_then(|i| i.spec.as_ref())
+            .map(|s| s.deployments.as_slice())
+            .unwrap_or_default()
     }
 }
 
@@ -416,8 +567,22 @@ mod tests {
         assert_eq!(csv.owned_crds()[0].group(), "etcd.database.coreos.com");
         assert!(csv.required_crds().is_empty());
         assert!(!csv.spec.install_modes[1].supported);
-        assert_eq!(csv.deployments()[0].images(), vec!["quay.io/coreos/etcd-operator@sha256:abc"]);
-        assert_eq!(csv.spec.install.as_ref().unwrap().spec.as_ref().unwrap().permissions[0].service_account_name, "etcd-operator");
+        assert_eq!(
+            csv.deployments()[0].images(),
+            vec!["quay.io/coreos/etcd-operator@sha256:abc"]
+        );
+        assert_eq!(
+            csv.spec
+                .install
+                .as_ref()
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .permissions[0]
+                .service_account_name,
+            "etcd-operator"
+        );
     }
 
     #[test]
@@ -426,7 +591,10 @@ mod tests {
         let back = serde_json::to_value(&csv).unwrap();
         assert_eq!(back["spec"]["x-custom"], json!({"kept": true}));
         assert_eq!(back["status"], json!({"phase": "Succeeded"}));
-        assert_eq!(back["spec"]["customresourcedefinitions"]["owned"][0]["specDescriptors"], json!([]));
+        assert_eq!(
+            back["spec"]["customresourcedefinitions"]["owned"][0]["specDescriptors"],
+            json!([])
+        );
         // Reading the output again gives the same model.
         assert_eq!(ClusterServiceVersion::from_value(&back).unwrap(), csv);
     }
@@ -441,11 +609,24 @@ mod tests {
 
     #[test]
     fn versions_must_be_semver() {
-        for (raw, ok) in [("1.2.3", true), ("v1.2.3", true), ("1.2", false), ("latest", false), ("1.0.0-rc.1", true)] {
-            let csv = ClusterServiceVersion { spec: CsvSpec { version: Some(raw.into()), ..Default::default() }, ..Default::default() };
+        for (raw, ok) in [
+            ("1.2.3", true),
+            ("v1.2.3", true),
+            ("1.2", false),
+            ("latest", false),
+            ("1.0.0-rc.1", true),
+        ] {
+            let csv = ClusterServiceVersion {
+                spec: CsvSpec {
+                    version: Some(raw.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
             assert_eq!(csv.version().is_ok(), ok, "{raw}");
         }
-        let unquoted = ClusterServiceVersion::from_value(&json!({"spec": {"version": 1.5}})).unwrap();
+        let unquoted =
+            ClusterServiceVersion::from_value(&json!({"spec": {"version": 1.5}})).unwrap();
         assert_eq!(unquoted.spec.version.as_deref(), Some("1.5"));
         assert!(unquoted.version().is_err());
     }

@@ -18,7 +18,10 @@ pub struct Limits {
 impl Default for Limits {
     /// Generous for real bundles (the largest corpus bundle is a few MB) yet far from harmful.
     fn default() -> Self {
-        Limits { max_total_bytes: 256 * 1024 * 1024, max_files: 10_000 }
+        Limits {
+            max_total_bytes: 256 * 1024 * 1024,
+            max_files: 10_000,
+        }
     }
 }
 
@@ -32,7 +35,10 @@ pub struct FileTree {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: symbolic link points outside the bundle ({})", path.display(), target.display())]
     LinkEscapes { path: PathBuf, target: PathBuf },
     #[error("{}: more than {limit} files", path.display())]
@@ -89,14 +95,21 @@ impl FileTree {
                     stack.push(path);
                 } else if file_type.is_file() {
                     if tree.files.len() >= limits.max_files {
-                        return Err(ReadError::TooManyFiles { path: root.to_path_buf(), limit: limits.max_files });
+                        return Err(ReadError::TooManyFiles {
+                            path: root.to_path_buf(),
+                            limit: limits.max_files,
+                        });
                     }
                     let bytes = std::fs::read(&path).map_err(io(&path))?;
                     total += bytes.len() as u64;
                     if total > limits.max_total_bytes {
-                        return Err(ReadError::TooLarge { path: root.to_path_buf(), limit: limits.max_total_bytes });
+                        return Err(ReadError::TooLarge {
+                            path: root.to_path_buf(),
+                            limit: limits.max_total_bytes,
+                        });
                     }
-                    tree.files.insert(relative_key(&canonical_root, &path), bytes);
+                    tree.files
+                        .insert(relative_key(&canonical_root, &path), bytes);
                 }
             }
         }
@@ -127,7 +140,10 @@ mod tests {
         std::fs::write(dir.path().join("manifests/a.yaml"), "a: 1").unwrap();
         std::fs::write(dir.path().join(".DS_Store"), "x").unwrap();
         let tree = FileTree::read_dir(dir.path(), Limits::default()).unwrap();
-        assert_eq!(tree.files.keys().collect::<Vec<_>>(), vec!["manifests/a.yaml"]);
+        assert_eq!(
+            tree.files.keys().collect::<Vec<_>>(),
+            vec!["manifests/a.yaml"]
+        );
         assert_eq!(tree.under("manifests").count(), 1);
         assert_eq!(tree.under("manifest").count(), 0);
     }
@@ -138,7 +154,8 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "s").unwrap();
         let dir = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link.yaml")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link.yaml"))
+            .unwrap();
         let error = FileTree::read_dir(dir.path(), Limits::default()).unwrap_err();
         assert!(matches!(error, ReadError::LinkEscapes { .. }), "{error}");
     }
@@ -149,9 +166,21 @@ mod tests {
         for i in 0..3 {
             std::fs::write(dir.path().join(format!("{i}.yaml")), "0123456789").unwrap();
         }
-        let few = Limits { max_total_bytes: 1 << 20, max_files: 2 };
-        assert!(matches!(FileTree::read_dir(dir.path(), few), Err(ReadError::TooManyFiles { .. })));
-        let small = Limits { max_total_bytes: 25, max_files: 100 };
-        assert!(matches!(FileTree::read_dir(dir.path(), small), Err(ReadError::TooLarge { .. })));
+        let few = Limits {
+            max_total_bytes: 1 << 20,
+            max_files: 2,
+        };
+        assert!(matches!(
+            FileTree::read_dir(dir.path(), few),
+            Err(ReadError::TooManyFiles { .. })
+        ));
+        let small = Limits {
+            max_total_bytes: 25,
+            max_files: 100,
+        };
+        assert!(matches!(
+            FileTree::read_dir(dir.path(), small),
+            Err(ReadError::TooLarge { .. })
+        ));
     }
 }

@@ -17,4 +17,6 @@ pub mod yaml;
 
 pub use csv::ClusterServiceVersion;
 pub use files::{FileTree, Limits};
-pub use load::{Bundle, BundleError, Layout, LoadNote, Manifest, from_files, load_bundle, load_bundle_with};
+pub use load::{
+    Bundle, BundleError, Layout, LoadNote, Manifest, from_files, load_bundle, load_bundle_with,
+};

@@ -76,7 +76,10 @@ pub enum BundleError {
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{bundle}: {error}")]
     Unpack { bundle: String, error: UnpackError },
     #[error(transparent)]
@@ -98,7 +101,9 @@ const DEPENDENCIES: &str = "metadata/dependencies.yaml";
 const PROPERTIES: &str = "metadata/properties.yaml";
 
 fn is_manifest_file(path: &str) -> bool {
-    [".yaml", ".yml", ".json"].iter().any(|ext| path.to_ascii_lowercase().ends_with(ext))
+    [".yaml", ".yml", ".json"]
+        .iter()
+        .any(|ext| path.to_ascii_lowercase().ends_with(ext))
 }
 
 /// Loads a bundle directory, a package-manifest version folder, or a `.tgz`/`.tar` pack.
@@ -115,12 +120,21 @@ pub fn load_bundle_with(path: &Path, limits: Limits) -> Result<Bundle, BundleErr
 /// Reads a directory or an archive into memory without interpreting it.
 pub fn read_source(path: &Path, limits: Limits) -> Result<(FileTree, String), BundleError> {
     let source = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| BundleError::Io { path: source.clone(), source: e })?;
+    let meta = std::fs::metadata(path).map_err(|e| BundleError::Io {
+        path: source.clone(),
+        source: e,
+    })?;
     let tree = if meta.is_dir() {
         FileTree::read_dir(path, limits)?
     } else {
-        let bytes = std::fs::read(path).map_err(|e| BundleError::Io { path: source.clone(), source: e })?;
-        crate::unpack::unpack(&bytes, limits).map_err(|error| BundleError::Unpack { bundle: source.clone(), error })?
+        let bytes = std::fs::read(path).map_err(|e| BundleError::Io {
+            path: source.clone(),
+            source: e,
+        })?;
+        crate::unpack::unpack(&bytes, limits).map_err(|error| BundleError::Unpack {
+            bundle: source.clone(),
+            error,
+        })?
     };
     Ok((tree, source))
 }
@@ -146,7 +160,11 @@ fn package_manifest_annotations(folder: &Path, csv_name: &str) -> Option<Annotat
             if channels.is_empty() {
                 channels.extend(default.clone());
             }
-            return Some(Annotations::for_package(&package, &channels, default.as_deref()));
+            return Some(Annotations::for_package(
+                &package,
+                &channels,
+                default.as_deref(),
+            ));
         }
     }
     None
@@ -154,7 +172,11 @@ fn package_manifest_annotations(folder: &Path, csv_name: &str) -> Option<Annotat
 
 /// Interprets an in-memory tree as a bundle. `source` names it in messages.
 pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> {
-    let layout = if tree.under("manifests").next().is_some() { Layout::Bundle } else { Layout::PackageManifest };
+    let layout = if tree.under("manifests").next().is_some() {
+        Layout::Bundle
+    } else {
+        Layout::PackageManifest
+    };
     let mut notes = Vec::new();
     let mut manifests = Vec::new();
     let candidates: Vec<(&str, &[u8])> = match layout {
@@ -178,14 +200,27 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
         }
         for (index, object) in parsed.documents.into_iter().enumerate() {
             if !(object["kind"].is_string() && object["apiVersion"].is_string()) {
-                return Err(BundleError::NotAnObject { file: file.to_string(), index });
+                return Err(BundleError::NotAnObject {
+                    file: file.to_string(),
+                    index,
+                });
             }
-            manifests.push(Manifest { file: file.to_string(), object });
+            manifests.push(Manifest {
+                file: file.to_string(),
+                object,
+            });
         }
     }
-    let csv_files: Vec<&Manifest> = manifests.iter().filter(|m| m.kind() == "ClusterServiceVersion").collect();
+    let csv_files: Vec<&Manifest> = manifests
+        .iter()
+        .filter(|m| m.kind() == "ClusterServiceVersion")
+        .collect();
     let csv_manifest = match csv_files.as_slice() {
-        [] => return Err(BundleError::NoCsv { bundle: source.to_string() }),
+        [] => {
+            return Err(BundleError::NoCsv {
+                bundle: source.to_string(),
+            });
+        }
         [one] => *one,
         many => {
             return Err(BundleError::ManyCsvs {
@@ -194,28 +229,40 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
             });
         }
     };
-    let csv = ClusterServiceVersion::from_value(&csv_manifest.object)
-        .map_err(|error| BundleError::Csv { file: csv_manifest.file.clone(), error })?;
+    let csv = ClusterServiceVersion::from_value(&csv_manifest.object).map_err(|error| {
+        BundleError::Csv {
+            file: csv_manifest.file.clone(),
+            error,
+        }
+    })?;
     let csv_file = csv_manifest.file.clone();
 
-    let metadata_doc = |file: &str, notes: &mut Vec<LoadNote>| -> Result<Option<Value>, BundleError> {
-        let Some(bytes) = tree.get(file) else { return Ok(None) };
-        let parsed = yaml::parse_one(file, &decode(file, bytes)?)?;
-        if let Some(dup) = parsed.duplicate_key {
-            notes.push(LoadNote::DuplicateKey(dup));
-        }
-        Ok(parsed.documents.into_iter().next())
-    };
+    let metadata_doc =
+        |file: &str, notes: &mut Vec<LoadNote>| -> Result<Option<Value>, BundleError> {
+            let Some(bytes) = tree.get(file) else {
+                return Ok(None);
+            };
+            let parsed = yaml::parse_one(file, &decode(file, bytes)?)?;
+            if let Some(dup) = parsed.duplicate_key {
+                notes.push(LoadNote::DuplicateKey(dup));
+            }
+            Ok(parsed.documents.into_iter().next())
+        };
     let annotations = match metadata_doc(ANNOTATIONS, &mut notes)? {
-        Some(doc) => Annotations::from_document(&doc).map_err(|m| metadata_error(ANNOTATIONS, m))?,
+        Some(doc) => {
+            Annotations::from_document(&doc).map_err(|m| metadata_error(ANNOTATIONS, m))?
+        }
         None => Annotations::default(),
     };
     let dependencies = match metadata_doc(DEPENDENCIES, &mut notes)? {
-        Some(doc) => metadata::dependencies_from_document(&doc).map_err(|m| metadata_error(DEPENDENCIES, m))?,
+        Some(doc) => metadata::dependencies_from_document(&doc)
+            .map_err(|m| metadata_error(DEPENDENCIES, m))?,
         None => Vec::new(),
     };
     let properties = match metadata_doc(PROPERTIES, &mut notes)? {
-        Some(doc) => metadata::properties_from_document(&doc).map_err(|m| metadata_error(PROPERTIES, m))?,
+        Some(doc) => {
+            metadata::properties_from_document(&doc).map_err(|m| metadata_error(PROPERTIES, m))?
+        }
         None => Vec::new(),
     };
     let mut bundle = Bundle {
@@ -230,7 +277,8 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
         notes,
     };
     if layout == Layout::PackageManifest
-        && let Some(annotations) = package_manifest_annotations(Path::new(source), bundle.csv.name())
+        && let Some(annotations) =
+            package_manifest_annotations(Path::new(source), bundle.csv.name())
     {
         bundle.annotations = annotations;
     }
@@ -238,7 +286,10 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
 }
 
 fn metadata_error(file: &str, message: String) -> BundleError {
-    BundleError::Metadata { file: file.to_string(), message }
+    BundleError::Metadata {
+        file: file.to_string(),
+        message,
+    }
 }
 
 fn decode(file: &str, bytes: &[u8]) -> Result<String, BundleError> {
@@ -266,8 +317,15 @@ impl Bundle {
     /// The bundle's CRDs as `apiextensions.k8s.io/v1`, legacy `v1beta1` ones converted through
     /// [`crate::crd::to_v1`], each with its file. `manifests` keeps the CRDs as written, so the
     /// change list of the conversion stays available to `bundle manifests` and lint.
-    pub fn crds_v1(&self) -> Vec<(&str, Result<crate::crd::Converted, crate::crd::ConvertError>)> {
-        self.objects_of_kind("CustomResourceDefinition").map(|m| (m.file.as_str(), crate::crd::to_v1(&m.object))).collect()
+    pub fn crds_v1(
+        &self,
+    ) -> Vec<(
+        &str,
+        Result<crate::crd::Converted, crate::crd::ConvertError>,
+    )> {
+        self.objects_of_kind("CustomResourceDefinition")
+            .map(|m| (m.file.as_str(), crate::crd::to_v1(&m.object)))
+            .collect()
     }
 
     /// Where the CSV's file lives, as a path a person can open.

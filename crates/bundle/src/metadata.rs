@@ -22,7 +22,11 @@ pub struct Annotations(pub BTreeMap<String, String>);
 
 impl Annotations {
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str).map(str::trim).filter(|s| !s.is_empty())
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
     }
 
     pub fn package(&self) -> Option<&str> {
@@ -32,7 +36,13 @@ impl Annotations {
     /// The comma-separated channel list, trimmed, empty names dropped.
     pub fn channels(&self) -> Vec<String> {
         self.get(keys::CHANNELS)
-            .map(|s| s.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect())
+            .map(|s| {
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -57,10 +67,18 @@ impl Annotations {
     /// Reads the document of `annotations.yaml`.
     pub fn from_document(document: &Value) -> Result<Self, String> {
         let Some(inner) = document.get("annotations") else {
-            return if document.is_null() { Ok(Self::default()) } else { Err("has no `annotations` mapping".into()) };
+            return if document.is_null() {
+                Ok(Self::default())
+            } else {
+                Err("has no `annotations` mapping".into())
+            };
         };
         let Some(map) = inner.as_object() else {
-            return if inner.is_null() { Ok(Self::default()) } else { Err("`annotations` must be a mapping".into()) };
+            return if inner.is_null() {
+                Ok(Self::default())
+            } else {
+                Err("`annotations` must be a mapping".into())
+            };
         };
         let mut out = BTreeMap::new();
         for (key, value) in map {
@@ -90,7 +108,11 @@ pub enum Dependency {
     },
     /// An API some installed bundle must provide.
     #[serde(rename = "olm.gvk")]
-    Gvk { group: String, version: String, kind: String },
+    Gvk {
+        group: String,
+        version: String,
+        kind: String,
+    },
     /// `olm.constraint` and anything newer, kept as written.
     #[serde(untagged)]
     Other {
@@ -103,7 +125,9 @@ pub enum Dependency {
 /// Reads the document of `dependencies.yaml`; errors name the entry's index.
 pub fn dependencies_from_document(document: &Value) -> Result<Vec<Dependency>, String> {
     let list = match document.get("dependencies") {
-        None | Some(Value::Null) if document.is_null() || document.is_object() => return Ok(Vec::new()),
+        None | Some(Value::Null) if document.is_null() || document.is_object() => {
+            return Ok(Vec::new());
+        }
         None => return Err("has no `dependencies` list".into()),
         Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
@@ -118,8 +142,14 @@ pub fn dependencies_from_document(document: &Value) -> Result<Vec<Dependency>, S
             if let Dependency::Other { type_, .. } = &typed
                 && (type_ == "olm.package" || type_ == "olm.gvk")
             {
-                let need = if type_ == "olm.package" { "packageName and version" } else { "group, version and kind" };
-                return Err(format!("dependencies[{i}]: {type_} needs string fields {need}"));
+                let need = if type_ == "olm.package" {
+                    "packageName and version"
+                } else {
+                    "group, version and kind"
+                };
+                return Err(format!(
+                    "dependencies[{i}]: {type_} needs string fields {need}"
+                ));
             }
             Ok(typed)
         })
@@ -150,7 +180,8 @@ mod tests {
     #[test]
     fn annotations_give_package_and_channels() {
         let a = Annotations::from_document(&json!({"annotations": {
-            keys::PACKAGE: "etcd", keys::CHANNELS: "alpha, beta,", keys::DEFAULT_CHANNEL: "beta"}})).unwrap();
+            keys::PACKAGE: "etcd", keys::CHANNELS: "alpha, beta,", keys::DEFAULT_CHANNEL: "beta"}}))
+        .unwrap();
         assert_eq!(a.package(), Some("etcd"));
         assert_eq!(a.channels(), vec!["alpha", "beta"]);
         assert_eq!(a.default_channel(), Some("beta"));
@@ -164,11 +195,17 @@ mod tests {
             {"type": "olm.package", "value": {"packageName": "etcd", "version": ">=0.9.0"}},
             {"type": "olm.gvk", "value": {"group": "g", "version": "v1", "kind": "K"}},
             {"type": "olm.constraint", "value": {"failureMessage": "m", "cel": {"rule": "true"}}}
-        ]})).unwrap();
-        assert!(matches!(&deps[0], Dependency::Package { package_name, .. } if package_name == "etcd"));
+        ]}))
+        .unwrap();
+        assert!(
+            matches!(&deps[0], Dependency::Package { package_name, .. } if package_name == "etcd")
+        );
         assert!(matches!(deps[1], Dependency::Gvk { .. }));
         assert!(matches!(&deps[2], Dependency::Other { type_, .. } if type_ == "olm.constraint"));
-        let error = dependencies_from_document(&json!({"dependencies": [{"type": "olm.package", "value": {"packageName": "x"}}]})).unwrap_err();
+        let error = dependencies_from_document(
+            &json!({"dependencies": [{"type": "olm.package", "value": {"packageName": "x"}}]}),
+        )
+        .unwrap_err();
         assert!(error.starts_with("dependencies[0]"), "{error}");
     }
 }

@@ -42,18 +42,32 @@ pub enum OciError {
     BadReference { reference: String, message: String },
     #[error("registry {registry} cannot be reached: {message}")]
     Unreachable { registry: String, message: String },
-    #[error("registry {registry} refused the credentials for {reference} (401 unauthorized); pass --username/--password or a docker config")]
+    #[error(
+        "registry {registry} refused the credentials for {reference} (401 unauthorized); pass --username/--password or a docker config"
+    )]
     Unauthorized { registry: String, reference: String },
     #[error("{reference}: not found in the registry")]
     NotFound { reference: String },
     #[error("{reference}: layer {digest} has media type {media_type}, which is not a bundle layer ({})", LAYER_MEDIA_TYPES.join(", "))]
-    UnknownMediaType { reference: String, digest: String, media_type: String },
+    UnknownMediaType {
+        reference: String,
+        digest: String,
+        media_type: String,
+    },
     #[error("{reference}: layer {expected} does not match its digest (content hashes to {actual})")]
-    DigestMismatch { reference: String, expected: String, actual: String },
+    DigestMismatch {
+        reference: String,
+        expected: String,
+        actual: String,
+    },
     #[error("{reference}: layers total more than {limit} bytes")]
     TooLarge { reference: String, limit: u64 },
     #[error("{reference}: layer {digest}: {error}")]
-    Unpack { reference: String, digest: String, error: UnpackError },
+    Unpack {
+        reference: String,
+        digest: String,
+        error: UnpackError,
+    },
     #[error("{reference}: {message}")]
     Registry { reference: String, message: String },
     #[error(transparent)]
@@ -86,7 +100,11 @@ fn ensure_crypto_provider() {
 fn client(options: &RegistryOptions) -> Client {
     ensure_crypto_provider();
     Client::new(ClientConfig {
-        protocol: if options.plain_http { ClientProtocol::Http } else { ClientProtocol::Https },
+        protocol: if options.plain_http {
+            ClientProtocol::Http
+        } else {
+            ClientProtocol::Https
+        },
         connect_timeout: Some(std::time::Duration::from_secs(10)),
         read_timeout: Some(std::time::Duration::from_secs(60)),
         ..Default::default()
@@ -94,33 +112,68 @@ fn client(options: &RegistryOptions) -> Client {
 }
 
 pub fn parse_reference(reference: &str) -> Result<Reference, OciError> {
-    reference.parse().map_err(|e: oci_client::ParseError| OciError::BadReference { reference: reference.into(), message: e.to_string() })
+    reference
+        .parse()
+        .map_err(|e: oci_client::ParseError| OciError::BadReference {
+            reference: reference.into(),
+            message: e.to_string(),
+        })
 }
 
 fn map_error(reference: &Reference, error: OciDistributionError) -> OciError {
     let registry = reference.resolve_registry().to_string();
     let name = reference.whole();
     match error {
-        OciDistributionError::UnauthorizedError { .. } | OciDistributionError::AuthenticationFailure(_) => {
-            OciError::Unauthorized { registry, reference: name }
+        OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::AuthenticationFailure(_) => OciError::Unauthorized {
+            registry,
+            reference: name,
+        },
+        OciDistributionError::ImageManifestNotFoundError(_) => {
+            OciError::NotFound { reference: name }
         }
-        OciDistributionError::ImageManifestNotFoundError(_) => OciError::NotFound { reference: name },
-        OciDistributionError::ServerError { code: 404, .. } => OciError::NotFound { reference: name },
-        OciDistributionError::ServerError { code: 401, .. } => OciError::Unauthorized { registry, reference: name },
+        OciDistributionError::ServerError { code: 404, .. } => {
+            OciError::NotFound { reference: name }
+        }
+        OciDistributionError::ServerError { code: 401, .. } => OciError::Unauthorized {
+            registry,
+            reference: name,
+        },
         OciDistributionError::RegistryError { envelope, .. }
-            if envelope.errors.iter().any(|e| matches!(e.code, oci_client::errors::OciErrorCode::ManifestUnknown | oci_client::errors::OciErrorCode::NameUnknown)) =>
+            if envelope.errors.iter().any(|e| {
+                matches!(
+                    e.code,
+                    oci_client::errors::OciErrorCode::ManifestUnknown
+                        | oci_client::errors::OciErrorCode::NameUnknown
+                )
+            }) =>
         {
             OciError::NotFound { reference: name }
         }
         OciDistributionError::RegistryError { envelope, .. }
-            if envelope.errors.iter().any(|e| matches!(e.code, oci_client::errors::OciErrorCode::Unauthorized | oci_client::errors::OciErrorCode::Denied)) =>
+            if envelope.errors.iter().any(|e| {
+                matches!(
+                    e.code,
+                    oci_client::errors::OciErrorCode::Unauthorized
+                        | oci_client::errors::OciErrorCode::Denied
+                )
+            }) =>
         {
-            OciError::Unauthorized { registry, reference: name }
+            OciError::Unauthorized {
+                registry,
+                reference: name,
+            }
         }
         OciDistributionError::RequestError(e) if e.is_connect() || e.is_timeout() => {
-            OciError::Unreachable { registry, message: root_cause(&e) }
+            OciError::Unreachable {
+                registry,
+                message: root_cause(&e),
+            }
         }
-        other => OciError::Registry { reference: name, message: other.to_string() },
+        other => OciError::Registry {
+            reference: name,
+            message: other.to_string(),
+        },
     }
 }
 
@@ -142,52 +195,98 @@ pub async fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled, 
     let parsed = parse_reference(reference)?;
     let client = client(options);
     let auth = options.auth.to_registry_auth();
-    let (manifest, digest, config) =
-        client.pull_manifest_and_config(&parsed, &auth).await.map_err(|e| map_error(&parsed, e))?;
+    let (manifest, digest, config) = client
+        .pull_manifest_and_config(&parsed, &auth)
+        .await
+        .map_err(|e| map_error(&parsed, e))?;
     for layer in &manifest.layers {
         if !LAYER_MEDIA_TYPES.contains(&layer.media_type.as_str()) {
-            return Err(OciError::UnknownMediaType { reference: reference.into(), digest: layer.digest.clone(), media_type: layer.media_type.clone() });
+            return Err(OciError::UnknownMediaType {
+                reference: reference.into(),
+                digest: layer.digest.clone(),
+                media_type: layer.media_type.clone(),
+            });
         }
     }
     let compressed: u64 = manifest.layers.iter().map(|l| l.size.max(0) as u64).sum();
     if compressed > options.limits.max_total_bytes {
-        return Err(OciError::TooLarge { reference: reference.into(), limit: options.limits.max_total_bytes });
+        return Err(OciError::TooLarge {
+            reference: reference.into(),
+            limit: options.limits.max_total_bytes,
+        });
     }
     let mut files = FileTree::default();
     for layer in &manifest.layers {
         let mut data = Vec::new();
-        client.pull_blob(&parsed, layer, &mut data).await.map_err(|e| match e {
-            OciDistributionError::DigestError(_) => OciError::DigestMismatch { reference: reference.into(), expected: layer.digest.clone(), actual: "(a different digest)".into() },
-            other => map_error(&parsed, other),
-        })?;
+        client
+            .pull_blob(&parsed, layer, &mut data)
+            .await
+            .map_err(|e| match e {
+                OciDistributionError::DigestError(_) => OciError::DigestMismatch {
+                    reference: reference.into(),
+                    expected: layer.digest.clone(),
+                    actual: "(a different digest)".into(),
+                },
+                other => map_error(&parsed, other),
+            })?;
         let actual = sha256(&data);
         if actual != layer.digest {
-            return Err(OciError::DigestMismatch { reference: reference.into(), expected: layer.digest.clone(), actual });
+            return Err(OciError::DigestMismatch {
+                reference: reference.into(),
+                expected: layer.digest.clone(),
+                actual,
+            });
         }
         let remaining = Limits {
-            max_total_bytes: options.limits.max_total_bytes.saturating_sub(files.total_bytes()),
+            max_total_bytes: options
+                .limits
+                .max_total_bytes
+                .saturating_sub(files.total_bytes()),
             max_files: options.limits.max_files.saturating_sub(files.files.len()),
         };
-        let unpacked = crate::unpack::unpack(&data, remaining)
-            .map_err(|error| OciError::Unpack { reference: reference.into(), digest: layer.digest.clone(), error })?;
+        let unpacked =
+            crate::unpack::unpack(&data, remaining).map_err(|error| OciError::Unpack {
+                reference: reference.into(),
+                digest: layer.digest.clone(),
+                error,
+            })?;
         // Later layers override earlier ones, as in any image filesystem.
         files.files.extend(unpacked.files);
     }
     let labels = serde_json::from_str::<serde_json::Value>(&config)
         .ok()
         .and_then(|c| c["config"]["Labels"].as_object().cloned())
-        .map(|m| m.into_iter().filter_map(|(k, v)| Some((k, v.as_str()?.to_string()))).collect())
+        .map(|m| {
+            m.into_iter()
+                .filter_map(|(k, v)| Some((k, v.as_str()?.to_string())))
+                .collect()
+        })
         .unwrap_or_default();
-    Ok(Pulled { digest, labels, files })
+    Ok(Pulled {
+        digest,
+        labels,
+        files,
+    })
 }
 
 /// Pulls and loads a bundle image. The annotations file wins over image labels; when the
 /// image has no annotations file, the labels stand in for it.
-pub async fn pull_bundle(reference: &str, options: &RegistryOptions) -> Result<(crate::Bundle, Pulled), OciError> {
+pub async fn pull_bundle(
+    reference: &str,
+    options: &RegistryOptions,
+) -> Result<(crate::Bundle, Pulled), OciError> {
     let pulled = pull(reference, options).await?;
-    let mut bundle = crate::from_files(&pulled.files, reference).map_err(|e| OciError::Bundle(Box::new(e)))?;
+    let mut bundle =
+        crate::from_files(&pulled.files, reference).map_err(|e| OciError::Bundle(Box::new(e)))?;
     if bundle.annotations.0.is_empty() {
-        bundle.annotations = Annotations(pulled.labels.iter().filter(|(k, _)| k.starts_with("operators.operatorframework.io.")).map(|(k, v)| (k.clone(), v.clone())).collect());
+        bundle.annotations = Annotations(
+            pulled
+                .labels
+                .iter()
+                .filter(|(k, _)| k.starts_with("operators.operatorframework.io."))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        );
     }
     Ok((bundle, pulled))
 }
@@ -205,34 +304,70 @@ fn image_config(labels: &BTreeMap<String, String>, diff_id: &str) -> serde_json:
 
 /// The labels a bundle image carries: the registry+v1 keys from its annotations.
 pub fn bundle_labels(annotations: &Annotations) -> BTreeMap<String, String> {
-    let mut labels: BTreeMap<String, String> = annotations.0.iter().filter(|(k, _)| k.starts_with("operators.operatorframework.io.")).map(|(k, v)| (k.clone(), v.clone())).collect();
-    labels.entry(keys::MEDIATYPE.into()).or_insert_with(|| keys::REGISTRY_V1.into());
-    labels.entry(keys::MANIFESTS.into()).or_insert_with(|| "manifests/".into());
-    labels.entry(keys::METADATA.into()).or_insert_with(|| "metadata/".into());
+    let mut labels: BTreeMap<String, String> = annotations
+        .0
+        .iter()
+        .filter(|(k, _)| k.starts_with("operators.operatorframework.io."))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    labels
+        .entry(keys::MEDIATYPE.into())
+        .or_insert_with(|| keys::REGISTRY_V1.into());
+    labels
+        .entry(keys::MANIFESTS.into())
+        .or_insert_with(|| "manifests/".into());
+    labels
+        .entry(keys::METADATA.into())
+        .or_insert_with(|| "metadata/".into());
     labels
 }
 
 /// Pushes a bundle tree (which must be in bundle layout) as a one-layer OCI image.
-pub async fn push(tree: &FileTree, annotations: &Annotations, reference: &str, options: &RegistryOptions) -> Result<Pushed, OciError> {
+pub async fn push(
+    tree: &FileTree,
+    annotations: &Annotations,
+    reference: &str,
+    options: &RegistryOptions,
+) -> Result<Pushed, OciError> {
     let parsed = parse_reference(reference)?;
-    let io = |e: std::io::Error| OciError::Registry { reference: reference.into(), message: format!("cannot pack the layer: {e}") };
+    let io = |e: std::io::Error| OciError::Registry {
+        reference: reference.into(),
+        message: format!("cannot pack the layer: {e}"),
+    };
     let layer = crate::unpack::pack(tree).map_err(io)?;
     let diff_id = {
         use std::io::Read;
         let mut raw = Vec::new();
-        flate2::read::GzDecoder::new(layer.as_slice()).read_to_end(&mut raw).map_err(io)?;
+        flate2::read::GzDecoder::new(layer.as_slice())
+            .read_to_end(&mut raw)
+            .map_err(io)?;
         sha256(&raw)
     };
     let labels = bundle_labels(annotations);
-    let config_bytes = serde_json::to_vec(&image_config(&labels, &diff_id)).expect("a JSON value serialises");
-    let config = Config::new(config_bytes, manifest::IMAGE_CONFIG_MEDIA_TYPE.to_string(), None);
-    let layers = vec![ImageLayer::new(layer, manifest::IMAGE_LAYER_GZIP_MEDIA_TYPE.to_string(), None)];
+    let config_bytes =
+        serde_json::to_vec(&image_config(&labels, &diff_id)).expect("a JSON value serialises");
+    let config = Config::new(
+        config_bytes,
+        manifest::IMAGE_CONFIG_MEDIA_TYPE.to_string(),
+        None,
+    );
+    let layers = vec![ImageLayer::new(
+        layer,
+        manifest::IMAGE_LAYER_GZIP_MEDIA_TYPE.to_string(),
+        None,
+    )];
     let mut image_manifest = OciImageManifest::build(&layers, &config, None);
     image_manifest.media_type = Some(manifest::OCI_IMAGE_MEDIA_TYPE.to_string());
     let client = client(options);
     let auth = options.auth.to_registry_auth();
     client
-        .push(&parsed, &layers, config, &auth, Some(image_manifest.clone()))
+        .push(
+            &parsed,
+            &layers,
+            config,
+            &auth,
+            Some(image_manifest.clone()),
+        )
         .await
         .map_err(|e| map_error(&parsed, e))?;
     let manifest_bytes = serde_json::to_vec(&image_manifest).expect("a manifest serialises");
@@ -242,11 +377,17 @@ pub async fn push(tree: &FileTree, annotations: &Annotations, reference: &str, o
         .fetch_manifest_digest(&parsed, &auth)
         .await
         .unwrap_or_else(|_| sha256(&manifest_bytes));
-    Ok(Pushed { reference: reference.to_string(), digest })
+    Ok(Pushed {
+        reference: reference.to_string(),
+        digest,
+    })
 }
 
 /// Manifest, digest and labels of an image, without downloading layers.
-pub async fn inspect(reference: &str, options: &RegistryOptions) -> Result<(OciImageManifest, String, BTreeMap<String, String>), OciError> {
+pub async fn inspect(
+    reference: &str,
+    options: &RegistryOptions,
+) -> Result<(OciImageManifest, String, BTreeMap<String, String>), OciError> {
     let parsed = parse_reference(reference)?;
     let client = client(options);
     let (manifest, digest, config) = client
@@ -256,7 +397,11 @@ pub async fn inspect(reference: &str, options: &RegistryOptions) -> Result<(OciI
     let labels = serde_json::from_str::<serde_json::Value>(&config)
         .ok()
         .and_then(|c| c["config"]["Labels"].as_object().cloned())
-        .map(|m| m.into_iter().filter_map(|(k, v)| Some((k, v.as_str()?.to_string()))).collect())
+        .map(|m| {
+            m.into_iter()
+                .filter_map(|(k, v)| Some((k, v.as_str()?.to_string())))
+                .collect()
+        })
         .unwrap_or_default();
     Ok((manifest, digest, labels))
 }
@@ -279,6 +424,9 @@ mod tests {
     #[test]
     fn references_are_checked() {
         assert!(parse_reference("127.0.0.1:5000/demo:1.0.0").is_ok());
-        assert!(matches!(parse_reference("Not A Ref"), Err(OciError::BadReference { .. })));
+        assert!(matches!(
+            parse_reference("Not A Ref"),
+            Err(OciError::BadReference { .. })
+        ));
     }
 }

@@ -64,11 +64,20 @@ pub fn bundle_layout_tree(bundle: &Bundle, tree: &FileTree) -> FileTree {
         Layout::PackageManifest => {
             for manifest in &bundle.manifests {
                 if let Some(bytes) = tree.get(&manifest.file) {
-                    out.files.insert(format!("manifests/{}", manifest.file.rsplit('/').next().unwrap_or(&manifest.file)), bytes.to_vec());
+                    out.files.insert(
+                        format!(
+                            "manifests/{}",
+                            manifest.file.rsplit('/').next().unwrap_or(&manifest.file)
+                        ),
+                        bytes.to_vec(),
+                    );
                 }
             }
             if !bundle.annotations.0.is_empty() {
-                out.files.insert("metadata/annotations.yaml".into(), annotations_yaml(&bundle.annotations).into_bytes());
+                out.files.insert(
+                    "metadata/annotations.yaml".into(),
+                    annotations_yaml(&bundle.annotations).into_bytes(),
+                );
             }
         }
     }
@@ -83,12 +92,18 @@ fn annotations_yaml(annotations: &Annotations) -> String {
 /// Builds the pack: the bundle-layout tree plus [`PACK_MANIFEST`], as a deterministic `.tgz`.
 pub fn pack_bundle(bundle: &Bundle, tree: &FileTree) -> Result<(Vec<u8>, PackManifest), PackError> {
     use sha2::{Digest, Sha256};
-    let version = bundle.csv.version().map_err(|_| PackError::NoVersion(bundle.csv_file.clone()))?;
+    let version = bundle
+        .csv
+        .version()
+        .map_err(|_| PackError::NoVersion(bundle.csv_file.clone()))?;
     let mut layout = bundle_layout_tree(bundle, tree);
     let mut related = bundle.csv.spec.related_images.clone();
     for image in bundle.csv.deployments().iter().flat_map(|d| d.images()) {
         if !related.iter().any(|r| r.image == image) {
-            related.push(RelatedImage { name: String::new(), image: image.to_string() });
+            related.push(RelatedImage {
+                name: String::new(),
+                image: image.to_string(),
+            });
         }
     }
     let manifest = PackManifest {
@@ -97,11 +112,23 @@ pub fn pack_bundle(bundle: &Bundle, tree: &FileTree) -> Result<(Vec<u8>, PackMan
         version: version.to_string(),
         display_name: bundle.csv.spec.display_name.clone(),
         description: bundle.csv.spec.description.clone(),
-        provider: bundle.csv.spec.provider.as_ref().and_then(|p| p.name.clone()),
+        provider: bundle
+            .csv
+            .spec
+            .provider
+            .as_ref()
+            .and_then(|p| p.name.clone()),
         channels: bundle.annotations.channels(),
         default_channel: bundle.annotations.default_channel().map(String::from),
         related_images: related,
-        files: layout.files.iter().map(|(path, bytes)| PackedFile { path: path.clone(), sha256: format!("{:x}", Sha256::digest(bytes)) }).collect(),
+        files: layout
+            .files
+            .iter()
+            .map(|(path, bytes)| PackedFile {
+                path: path.clone(),
+                sha256: format!("{:x}", Sha256::digest(bytes)),
+            })
+            .collect(),
     };
     let json = serde_json::to_vec_pretty(&manifest).expect("the pack manifest serialises");
     layout.files.insert(PACK_MANIFEST.into(), json);
@@ -122,13 +149,28 @@ mod tests {
 
     #[test]
     fn a_package_manifest_folder_packs_into_bundle_layout_and_loads_back() {
-        let tree = FileTree { files: [("demo.csv.yaml".to_string(), CSV.as_bytes().to_vec())].into() };
+        let tree = FileTree {
+            files: [("demo.csv.yaml".to_string(), CSV.as_bytes().to_vec())].into(),
+        };
         let mut bundle = crate::from_files(&tree, "demo/1.0.0").unwrap();
         bundle.annotations = Annotations::for_package("demo", &["stable".into()], None);
         let (bytes, manifest) = pack_bundle(&bundle, &tree).unwrap();
         assert_eq!(manifest.version, "1.0.0");
-        assert_eq!(manifest.related_images, vec![RelatedImage { name: String::new(), image: "example.com/m:1".into() }]);
-        assert_eq!(manifest.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), vec!["manifests/demo.csv.yaml", "metadata/annotations.yaml"]);
+        assert_eq!(
+            manifest.related_images,
+            vec![RelatedImage {
+                name: String::new(),
+                image: "example.com/m:1".into()
+            }]
+        );
+        assert_eq!(
+            manifest
+                .files
+                .iter()
+                .map(|f| f.path.as_str())
+                .collect::<Vec<_>>(),
+            vec!["manifests/demo.csv.yaml", "metadata/annotations.yaml"]
+        );
         let unpacked = crate::unpack::unpack(&bytes, Limits::default()).unwrap();
         assert_eq!(read_pack_manifest(&unpacked), Some(manifest));
         let back = crate::from_files(&unpacked, "demo.tgz").unwrap();
@@ -138,8 +180,17 @@ mod tests {
 
     #[test]
     fn a_bundle_without_a_version_does_not_pack() {
-        let tree = FileTree { files: [("c.yaml".to_string(), CSV.replace("  version: 1.0.0\n", "").into_bytes())].into() };
+        let tree = FileTree {
+            files: [(
+                "c.yaml".to_string(),
+                CSV.replace("  version: 1.0.0\n", "").into_bytes(),
+            )]
+            .into(),
+        };
         let bundle = crate::from_files(&tree, "x").unwrap();
-        assert!(matches!(pack_bundle(&bundle, &tree), Err(PackError::NoVersion(_))));
+        assert!(matches!(
+            pack_bundle(&bundle, &tree),
+            Err(PackError::NoVersion(_))
+        ));
     }
 }

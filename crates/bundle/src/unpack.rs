@@ -57,7 +57,10 @@ fn entry_key(raw: &str) -> Result<String, UnpackError> {
 
 /// Resolves a link target relative to the link's directory, refusing anything outside the root.
 fn link_key(entry: &str, target: &str) -> Result<String, UnpackError> {
-    let escapes = || UnpackError::LinkEscapes { entry: entry.into(), target: target.into() };
+    let escapes = || UnpackError::LinkEscapes {
+        entry: entry.into(),
+        target: target.into(),
+    };
     if target.starts_with('/') {
         return Err(escapes());
     }
@@ -76,7 +79,9 @@ fn link_key(entry: &str, target: &str) -> Result<String, UnpackError> {
 }
 
 fn unpack_tar<R: Read>(reader: R, limits: Limits) -> Result<FileTree, UnpackError> {
-    let corrupt = |e: std::io::Error| UnpackError::Corrupt { message: e.to_string() };
+    let corrupt = |e: std::io::Error| UnpackError::Corrupt {
+        message: e.to_string(),
+    };
     let mut archive = tar::Archive::new(reader);
     let mut files = BTreeMap::new();
     let mut links: Vec<(String, String, String)> = Vec::new();
@@ -86,7 +91,12 @@ fn unpack_tar<R: Read>(reader: R, limits: Limits) -> Result<FileTree, UnpackErro
         let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let key = entry_key(&raw)?;
         let kind = entry.header().entry_type();
-        if kind.is_dir() || kind.is_pax_global_extensions() || kind.is_pax_local_extensions() || kind.is_gnu_longname() || kind.is_gnu_longlink() {
+        if kind.is_dir()
+            || kind.is_pax_global_extensions()
+            || kind.is_pax_local_extensions()
+            || kind.is_gnu_longname()
+            || kind.is_gnu_longlink()
+        {
             continue;
         }
         if kind.is_symlink() || kind.is_hard_link() {
@@ -95,7 +105,14 @@ fn unpack_tar<R: Read>(reader: R, limits: Limits) -> Result<FileTree, UnpackErro
                 .map(|t| String::from_utf8_lossy(&t).into_owned())
                 .unwrap_or_default();
             // Hard link names are relative to the archive root, symlinks to the link's folder.
-            let resolved = if kind.is_hard_link() { entry_key(&target).map_err(|_| UnpackError::LinkEscapes { entry: raw.clone(), target: target.clone() })? } else { link_key(&key, &target)? };
+            let resolved = if kind.is_hard_link() {
+                entry_key(&target).map_err(|_| UnpackError::LinkEscapes {
+                    entry: raw.clone(),
+                    target: target.clone(),
+                })?
+            } else {
+                link_key(&key, &target)?
+            };
             links.push((raw, key, resolved));
             continue;
         }
@@ -106,21 +123,33 @@ fn unpack_tar<R: Read>(reader: R, limits: Limits) -> Result<FileTree, UnpackErro
                 tar::EntryType::Fifo => "fifo",
                 _ => "unsupported",
             };
-            return Err(UnpackError::SpecialFile { entry: raw, kind: name.into() });
+            return Err(UnpackError::SpecialFile {
+                entry: raw,
+                kind: name.into(),
+            });
         }
         if key.is_empty() {
             continue;
         }
         if files.len() >= limits.max_files {
-            return Err(UnpackError::TooManyFiles { entry: raw, limit: limits.max_files });
+            return Err(UnpackError::TooManyFiles {
+                entry: raw,
+                limit: limits.max_files,
+            });
         }
         // Read at most one byte past the remaining budget: enough to know it was exceeded.
         let remaining = limits.max_total_bytes.saturating_sub(total);
         let mut bytes = Vec::new();
-        (&mut entry).take(remaining + 1).read_to_end(&mut bytes).map_err(corrupt)?;
+        (&mut entry)
+            .take(remaining + 1)
+            .read_to_end(&mut bytes)
+            .map_err(corrupt)?;
         total += bytes.len() as u64;
         if total > limits.max_total_bytes {
-            return Err(UnpackError::TooLarge { entry: raw, limit: limits.max_total_bytes });
+            return Err(UnpackError::TooLarge {
+                entry: raw,
+                limit: limits.max_total_bytes,
+            });
         }
         files.insert(key, bytes);
     }
@@ -129,11 +158,17 @@ fn unpack_tar<R: Read>(reader: R, limits: Limits) -> Result<FileTree, UnpackErro
             return Err(UnpackError::DanglingLink { entry: raw, target });
         };
         if files.len() >= limits.max_files {
-            return Err(UnpackError::TooManyFiles { entry: raw, limit: limits.max_files });
+            return Err(UnpackError::TooManyFiles {
+                entry: raw,
+                limit: limits.max_files,
+            });
         }
         total += bytes.len() as u64;
         if total > limits.max_total_bytes {
-            return Err(UnpackError::TooLarge { entry: raw, limit: limits.max_total_bytes });
+            return Err(UnpackError::TooLarge {
+                entry: raw,
+                limit: limits.max_total_bytes,
+            });
         }
         files.insert(key, bytes);
     }
@@ -148,8 +183,19 @@ pub fn pack(tree: &FileTree) -> std::io::Result<Vec<u8>> {
     let mut dirs = std::collections::BTreeSet::new();
     for path in tree.files.keys() {
         let mut prefix = String::new();
-        for part in path.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
-            prefix = if prefix.is_empty() { part.to_string() } else { format!("{prefix}/{part}") };
+        for part in path
+            .split('/')
+            .rev()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            prefix = if prefix.is_empty() {
+                part.to_string()
+            } else {
+                format!("{prefix}/{part}")
+            };
             dirs.insert(prefix.clone());
         }
     }
@@ -211,8 +257,14 @@ mod tests {
     #[test]
     fn pack_and_unpack_round_trip() {
         let mut tree = FileTree::default();
-        tree.files.insert("manifests/csv.yaml".into(), b"kind: ClusterServiceVersion".to_vec());
-        tree.files.insert("metadata/annotations.yaml".into(), b"annotations: {}".to_vec());
+        tree.files.insert(
+            "manifests/csv.yaml".into(),
+            b"kind: ClusterServiceVersion".to_vec(),
+        );
+        tree.files.insert(
+            "metadata/annotations.yaml".into(),
+            b"annotations: {}".to_vec(),
+        );
         let packed = pack(&tree).unwrap();
         assert_eq!(pack(&tree).unwrap(), packed, "packing is deterministic");
         assert_eq!(unpack(&packed, Limits::default()).unwrap(), tree);
@@ -221,29 +273,64 @@ mod tests {
     #[test]
     fn refuses_unsafe_entries_naming_them() {
         let cases: Vec<(Vec<u8>, UnpackError)> = vec![
-            (raw_tar(&[("../etc/passwd", FILE, b"x", None)]), UnpackError::ParentDir { entry: "../etc/passwd".into() }),
-            (raw_tar(&[("a/../../b", FILE, b"x", None)]), UnpackError::ParentDir { entry: "a/../../b".into() }),
-            (raw_tar(&[("/etc/passwd", FILE, b"x", None)]), UnpackError::Absolute { entry: "/etc/passwd".into() }),
             (
-                raw_tar(&[("manifests/x.yaml", tar::EntryType::Symlink, b"", Some("../../etc/passwd"))]),
-                UnpackError::LinkEscapes { entry: "manifests/x.yaml".into(), target: "../../etc/passwd".into() },
+                raw_tar(&[("../etc/passwd", FILE, b"x", None)]),
+                UnpackError::ParentDir {
+                    entry: "../etc/passwd".into(),
+                },
+            ),
+            (
+                raw_tar(&[("a/../../b", FILE, b"x", None)]),
+                UnpackError::ParentDir {
+                    entry: "a/../../b".into(),
+                },
+            ),
+            (
+                raw_tar(&[("/etc/passwd", FILE, b"x", None)]),
+                UnpackError::Absolute {
+                    entry: "/etc/passwd".into(),
+                },
+            ),
+            (
+                raw_tar(&[(
+                    "manifests/x.yaml",
+                    tar::EntryType::Symlink,
+                    b"",
+                    Some("../../etc/passwd"),
+                )]),
+                UnpackError::LinkEscapes {
+                    entry: "manifests/x.yaml".into(),
+                    target: "../../etc/passwd".into(),
+                },
             ),
             (
                 raw_tar(&[("x.yaml", tar::EntryType::Symlink, b"", Some("/etc/passwd"))]),
-                UnpackError::LinkEscapes { entry: "x.yaml".into(), target: "/etc/passwd".into() },
+                UnpackError::LinkEscapes {
+                    entry: "x.yaml".into(),
+                    target: "/etc/passwd".into(),
+                },
             ),
             (
                 raw_tar(&[("x", tar::EntryType::Link, b"", Some("../y"))]),
-                UnpackError::LinkEscapes { entry: "x".into(), target: "../y".into() },
+                UnpackError::LinkEscapes {
+                    entry: "x".into(),
+                    target: "../y".into(),
+                },
             ),
             (
                 raw_tar(&[("dev", tar::EntryType::Char, b"", None)]),
-                UnpackError::SpecialFile { entry: "dev".into(), kind: "character device".into() },
+                UnpackError::SpecialFile {
+                    entry: "dev".into(),
+                    kind: "character device".into(),
+                },
             ),
         ];
         for (archive, expected) in cases {
             assert_eq!(unpack(&archive, Limits::default()).unwrap_err(), expected);
-            assert_eq!(unpack(&gz(&archive), Limits::default()).unwrap_err(), expected);
+            assert_eq!(
+                unpack(&gz(&archive), Limits::default()).unwrap_err(),
+                expected
+            );
         }
     }
 
@@ -251,8 +338,18 @@ mod tests {
     fn links_inside_the_archive_are_resolved() {
         let archive = raw_tar(&[
             ("manifests/real.yaml", FILE, b"a: 1", None),
-            ("manifests/alias.yaml", tar::EntryType::Symlink, b"", Some("./real.yaml")),
-            ("copy.yaml", tar::EntryType::Link, b"", Some("manifests/real.yaml")),
+            (
+                "manifests/alias.yaml",
+                tar::EntryType::Symlink,
+                b"",
+                Some("./real.yaml"),
+            ),
+            (
+                "copy.yaml",
+                tar::EntryType::Link,
+                b"",
+                Some("manifests/real.yaml"),
+            ),
         ]);
         let tree = unpack(&archive, Limits::default()).unwrap();
         assert_eq!(tree.get("manifests/alias.yaml"), Some(&b"a: 1"[..]));
@@ -265,22 +362,43 @@ mod tests {
         let zeros = vec![0u8; 64 << 20];
         let archive = gz(&raw_tar(&[("bomb", FILE, &zeros, None)]));
         assert!(archive.len() < 1 << 20);
-        let limits = Limits { max_total_bytes: 1 << 20, max_files: 10 };
-        assert_eq!(unpack(&archive, limits).unwrap_err(), UnpackError::TooLarge { entry: "bomb".into(), limit: 1 << 20 });
+        let limits = Limits {
+            max_total_bytes: 1 << 20,
+            max_files: 10,
+        };
+        assert_eq!(
+            unpack(&archive, limits).unwrap_err(),
+            UnpackError::TooLarge {
+                entry: "bomb".into(),
+                limit: 1 << 20
+            }
+        );
     }
 
     #[test]
     fn the_file_count_is_capped() {
         let names: Vec<String> = (0..5).map(|i| format!("f{i}")).collect();
-        let entries: Vec<_> = names.iter().map(|n| (n.as_str(), FILE, &b""[..], None)).collect();
-        let limits = Limits { max_total_bytes: 1 << 20, max_files: 4 };
-        assert!(matches!(unpack(&raw_tar(&entries), limits), Err(UnpackError::TooManyFiles { limit: 4, .. })));
+        let entries: Vec<_> = names
+            .iter()
+            .map(|n| (n.as_str(), FILE, &b""[..], None))
+            .collect();
+        let limits = Limits {
+            max_total_bytes: 1 << 20,
+            max_files: 4,
+        };
+        assert!(matches!(
+            unpack(&raw_tar(&entries), limits),
+            Err(UnpackError::TooManyFiles { limit: 4, .. })
+        ));
     }
 
     #[test]
     fn garbage_is_reported_not_panicked_on() {
         assert!(unpack(&[0x1f, 0x8b, 1, 2, 3], Limits::default()).is_err());
-        assert!(matches!(unpack(&[7u8; 700], Limits::default()), Err(UnpackError::Corrupt { .. })));
+        assert!(matches!(
+            unpack(&[7u8; 700], Limits::default()),
+            Err(UnpackError::Corrupt { .. })
+        ));
     }
 
     proptest::proptest! {

@@ -69,14 +69,25 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Documents, YamlError> {
         text,
         options(DuplicateKeyPolicy::Error),
     ) {
-        Ok(documents) => Ok(Documents { documents: strip_nulls(documents), duplicate_key: None }),
-        Err(strict) if matches!(strict.without_snippet(), serde_saphyr::Error::DuplicateMappingKey { .. }) => {
+        Ok(documents) => Ok(Documents {
+            documents: strip_nulls(documents),
+            duplicate_key: None,
+        }),
+        Err(strict)
+            if matches!(
+                strict.without_snippet(),
+                serde_saphyr::Error::DuplicateMappingKey { .. }
+            ) =>
+        {
             let documents = serde_saphyr::from_multiple_with_options::<serde_json::Value>(
                 text,
                 options(DuplicateKeyPolicy::LastWins),
             )
             .map_err(|e| to_error(file, &e))?;
-            Ok(Documents { documents: strip_nulls(documents), duplicate_key: Some(to_error(file, &strict)) })
+            Ok(Documents {
+                documents: strip_nulls(documents),
+                duplicate_key: Some(to_error(file, &strict)),
+            })
         }
         Err(other) => Err(to_error(file, &other)),
     }
@@ -94,7 +105,10 @@ pub fn parse_one(file: &str, text: &str) -> Result<Documents, YamlError> {
             file: file.to_string(),
             line: None,
             column: None,
-            message: format!("expected one YAML document, found {}", parsed.documents.len()),
+            message: format!(
+                "expected one YAML document, found {}",
+                parsed.documents.len()
+            ),
         });
     }
     if parsed.documents.is_empty() {
@@ -110,7 +124,13 @@ mod tests {
     #[test]
     fn multi_document_streams_keep_order_and_skip_empty_documents() {
         let parsed = parse_documents("a.yaml", "a: 1\n---\n---\nb: [x, y]\n").unwrap();
-        assert_eq!(parsed.documents, vec![serde_json::json!({"a": 1}), serde_json::json!({"b": ["x", "y"]})]);
+        assert_eq!(
+            parsed.documents,
+            vec![
+                serde_json::json!({"a": 1}),
+                serde_json::json!({"b": ["x", "y"]})
+            ]
+        );
         assert!(parsed.duplicate_key.is_none());
     }
 
@@ -140,6 +160,9 @@ mod tests {
     #[test]
     fn one_document_files_refuse_streams() {
         assert!(parse_one("m.yaml", "a: 1\n---\nb: 2\n").is_err());
-        assert_eq!(parse_one("m.yaml", "").unwrap().documents, vec![serde_json::Value::Null]);
+        assert_eq!(
+            parse_one("m.yaml", "").unwrap().documents,
+            vec![serde_json::Value::Null]
+        );
     }
 }

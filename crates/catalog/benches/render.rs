@@ -46,7 +46,10 @@ fn parse_all(files: &[PathBuf], threads: usize) -> usize {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(file) = files.get(i) else { break };
                         let text = std::fs::read_to_string(file).unwrap();
-                        let parsed = windlass_bundle::yaml::parse_documents(&file.display().to_string(), &text);
+                        let parsed = windlass_bundle::yaml::parse_documents(
+                            &file.display().to_string(),
+                            &text,
+                        );
                         documents += parsed.map(|p| p.documents.len()).unwrap_or(0);
                     }
                     documents
@@ -59,7 +62,9 @@ fn parse_all(files: &[PathBuf], threads: usize) -> usize {
 
 /// What `windlass catalog render` does, output discarded; returns bytes rendered.
 fn render(root: &Path) -> usize {
-    let lean = windlass_catalog::load::ReadOptions { keep_manifests: false };
+    let lean = windlass_catalog::load::ReadOptions {
+        keep_manifests: false,
+    };
     let loaded = windlass_catalog::load::read_catalog_with(root, lean).unwrap();
     let blobs = windlass_catalog::fbc::render(&loaded.catalog);
     let mut out = Vec::new();
@@ -81,24 +86,46 @@ fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
 }
 
 fn main() {
-    let mode = std::env::args().skip(1).find(|a| a == "parse" || a == "render").unwrap_or_else(|| "both".into());
+    let mode = std::env::args()
+        .skip(1)
+        .find(|a| a == "parse" || a == "render")
+        .unwrap_or_else(|| "both".into());
     let root = corpus();
     let files = yaml_files(&root);
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let bytes: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
-    println!("corpus: {} YAML files, {:.1} MB, {threads} thread(s)", files.len(), bytes as f64 / 1e6);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    println!(
+        "corpus: {} YAML files, {:.1} MB, {threads} thread(s)",
+        files.len(),
+        bytes as f64 / 1e6
+    );
     let runs = 3;
     let parse = (mode != "render").then(|| {
         let (t, docs) = best(runs, || parse_all(&files, threads));
-        println!("parse every YAML document: {:.3} s ({docs} documents)", t.as_secs_f64());
+        println!(
+            "parse every YAML document: {:.3} s ({docs} documents)",
+            t.as_secs_f64()
+        );
         t
     });
     let rendered = (mode != "parse").then(|| {
         let (t, out) = best(runs, || render(&root));
-        println!("read + render the catalog: {:.3} s ({:.1} MB of JSON)", t.as_secs_f64(), out as f64 / 1e6);
+        println!(
+            "read + render the catalog: {:.3} s ({:.1} MB of JSON)",
+            t.as_secs_f64(),
+            out as f64 / 1e6
+        );
         t
     });
     if let (Some(p), Some(r)) = (parse, rendered) {
-        println!("ratio render / parse: {:.2}", r.as_secs_f64() / p.as_secs_f64());
+        println!(
+            "ratio render / parse: {:.2}",
+            r.as_secs_f64() / p.as_secs_f64()
+        );
     }
 }

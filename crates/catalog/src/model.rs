@@ -150,9 +150,10 @@ impl Bundle {
     /// Packages this bundle needs, each with the version range as written.
     pub fn required_packages(&self) -> impl Iterator<Item = (&str, &str)> {
         self.properties.iter().filter_map(|p| match p {
-            Property::PackageRequired { package_name, version_range } => {
-                Some((package_name.as_str(), version_range.as_str()))
-            }
+            Property::PackageRequired {
+                package_name,
+                version_range,
+            } => Some((package_name.as_str(), version_range.as_str())),
             _ => None,
         })
     }

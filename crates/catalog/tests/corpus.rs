@@ -17,7 +17,11 @@ fn corpus() -> Option<PathBuf> {
         Err(_) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")),
     }
     .map(|root| {
-        assert!(root.is_dir(), "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)", root.display());
+        assert!(
+            root.is_dir(),
+            "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)",
+            root.display()
+        );
         root.join("operatorhub")
     })
 }
@@ -34,7 +38,10 @@ fn csv_files_on_disk(root: &Path) -> usize {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
-                count += text.lines().filter(|l| l.trim_end() == "kind: ClusterServiceVersion").count();
+                count += text
+                    .lines()
+                    .filter(|l| l.trim_end() == "kind: ClusterServiceVersion")
+                    .count();
             }
         }
     }
@@ -45,13 +52,35 @@ fn csv_files_on_disk(root: &Path) -> usize {
 fn every_corpus_package_renders_with_no_bundle_lost() {
     let Some(root) = corpus() else { return };
     let loaded = read_catalog(&root).expect("corpus reads");
-    let lost: Vec<String> = loaded.issues.iter().filter(|i| i.loses_content()).map(|i| i.to_string()).collect();
+    let lost: Vec<String> = loaded
+        .issues
+        .iter()
+        .filter(|i| i.loses_content())
+        .map(|i| i.to_string())
+        .collect();
     assert!(lost.is_empty(), "bundles lost:\n{}", lost.join("\n"));
 
-    let folders = std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.path().is_dir()).count();
-    assert_eq!(loaded.catalog.packages.len(), folders, "one package per corpus folder");
-    let bundles: usize = loaded.catalog.packages.values().map(|p| p.bundles.len()).sum();
-    assert_eq!(bundles, csv_files_on_disk(&root), "every CSV on disk is a bundle in the catalog");
+    let folders = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .count();
+    assert_eq!(
+        loaded.catalog.packages.len(),
+        folders,
+        "one package per corpus folder"
+    );
+    let bundles: usize = loaded
+        .catalog
+        .packages
+        .values()
+        .map(|p| p.bundles.len())
+        .sum();
+    assert_eq!(
+        bundles,
+        csv_files_on_disk(&root),
+        "every CSV on disk is a bundle in the catalog"
+    );
 
     let blobs = windlass_catalog::fbc::render(&loaded.catalog);
     let rendered: BTreeSet<(&str, &str)> = blobs
@@ -82,13 +111,19 @@ fn package_manifest_channel_heads_equal_current_csv() {
         let package = &loaded.catalog.packages[name];
         for declared in &file.channels {
             // Decision 17: a currentCSV absent from the folder is a lint error, not a head.
-            if missing.iter().any(|(p, m)| p == name && m.starts_with(&format!("channel {}:", declared.name))) {
+            if missing
+                .iter()
+                .any(|(p, m)| p == name && m.starts_with(&format!("channel {}:", declared.name)))
+            {
                 continue;
             }
             let heads = channel_heads(&package.channels[&declared.name]);
             checked += 1;
             if heads != vec![declared.current_csv.as_str()] {
-                wrong.push(format!("{name}/{}: heads {heads:?}, currentCSV {}", declared.name, declared.current_csv));
+                wrong.push(format!(
+                    "{name}/{}: heads {heads:?}, currentCSV {}",
+                    declared.name, declared.current_csv
+                ));
             }
         }
     }

@@ -46,7 +46,12 @@ spec:
 const ANNOTATIONS_YAML: &str = "annotations:\n  operators.operatorframework.io.bundle.package.v1: demo\n  operators.operatorframework.io.bundle.channels.v1: stable,fast\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n";
 
 fn tree(files: &[(&str, &str)]) -> FileTree {
-    FileTree { files: files.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())).collect() }
+    FileTree {
+        files: files
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect(),
+    }
 }
 
 #[test]
@@ -56,7 +61,10 @@ fn reads_a_bundle_directory_layout() {
         ("manifests/widgets.crd.yaml", CRD),
         ("manifests/README.md", "docs"),
         ("metadata/annotations.yaml", ANNOTATIONS_YAML),
-        ("metadata/dependencies.yaml", "dependencies:\n- type: olm.package\n  value: {packageName: etcd, version: '>=0.9.0'}\n"),
+        (
+            "metadata/dependencies.yaml",
+            "dependencies:\n- type: olm.package\n  value: {packageName: etcd, version: '>=0.9.0'}\n",
+        ),
     ]);
     let bundle = from_files(&t, "demo").unwrap();
     assert_eq!(bundle.layout, Layout::Bundle);
@@ -66,13 +74,22 @@ fn reads_a_bundle_directory_layout() {
     assert_eq!(bundle.package(), Some("demo"));
     assert_eq!(bundle.annotations.channels(), vec!["stable", "fast"]);
     assert_eq!(bundle.dependencies.len(), 1);
-    assert_eq!(bundle.notes, vec![LoadNote::IgnoredFile("manifests/README.md".into())]);
-    assert_eq!(bundle.objects_of_kind("CustomResourceDefinition").count(), 1);
+    assert_eq!(
+        bundle.notes,
+        vec![LoadNote::IgnoredFile("manifests/README.md".into())]
+    );
+    assert_eq!(
+        bundle.objects_of_kind("CustomResourceDefinition").count(),
+        1
+    );
 }
 
 #[test]
 fn reads_a_flat_package_manifest_folder() {
-    let t = tree(&[("demo.v1.2.0.clusterserviceversion.yaml", CSV), ("widgets.crd.yaml", CRD)]);
+    let t = tree(&[
+        ("demo.v1.2.0.clusterserviceversion.yaml", CSV),
+        ("widgets.crd.yaml", CRD),
+    ]);
     let bundle = from_files(&t, "nowhere/1.2.0").unwrap();
     assert_eq!(bundle.layout, Layout::PackageManifest);
     assert_eq!(bundle.package(), None);
@@ -92,7 +109,10 @@ fn the_package_name_of_a_version_folder_comes_from_its_package_file() {
 
 #[test]
 fn reads_a_packed_archive() {
-    let t = tree(&[("manifests/csv.yaml", CSV), ("metadata/annotations.yaml", ANNOTATIONS_YAML)]);
+    let t = tree(&[
+        ("manifests/csv.yaml", CSV),
+        ("metadata/annotations.yaml", ANNOTATIONS_YAML),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("demo.tgz");
     std::fs::write(&path, crate::unpack::pack(&t).unwrap()).unwrap();
@@ -103,39 +123,88 @@ fn reads_a_packed_archive() {
 #[test]
 fn bad_bundles_give_errors_that_name_the_file() {
     let cases: Vec<(FileTree, &str)> = vec![
-        (tree(&[("manifests/csv.yaml", "kind: [unclosed\n")]), "manifests/csv.yaml:"),
-        (tree(&[("manifests/crd.yaml", CRD)]), "no ClusterServiceVersion"),
-        (tree(&[("manifests/a.yaml", CSV), ("manifests/b.yaml", CSV)]), "manifests/a.yaml, manifests/b.yaml"),
         (
-            tree(&[("manifests/csv.yaml", &CSV.replace("      deployments:\n", "      deployments: 7\n      x:\n"))]),
+            tree(&[("manifests/csv.yaml", "kind: [unclosed\n")]),
+            "manifests/csv.yaml:",
+        ),
+        (
+            tree(&[("manifests/crd.yaml", CRD)]),
+            "no ClusterServiceVersion",
+        ),
+        (
+            tree(&[("manifests/a.yaml", CSV), ("manifests/b.yaml", CSV)]),
+            "manifests/a.yaml, manifests/b.yaml",
+        ),
+        (
+            tree(&[(
+                "manifests/csv.yaml",
+                &CSV.replace("      deployments:\n", "      deployments: 7\n      x:\n"),
+            )]),
             "manifests/csv.yaml: spec.install.spec.deployments",
         ),
-        (tree(&[("manifests/csv.yaml", CSV), ("metadata/annotations.yaml", "annotations: [1]\n")]), "metadata/annotations.yaml"),
-        (tree(&[("manifests/x.yaml", "just: data\n")]), "manifests/x.yaml: document 0"),
-        (tree(&[("manifests/csv.yaml", CSV), ("metadata/dependencies.yaml", "dependencies:\n- type: olm.gvk\n  value: {group: g}\n")]), "dependencies[0]"),
+        (
+            tree(&[
+                ("manifests/csv.yaml", CSV),
+                ("metadata/annotations.yaml", "annotations: [1]\n"),
+            ]),
+            "metadata/annotations.yaml",
+        ),
+        (
+            tree(&[("manifests/x.yaml", "just: data\n")]),
+            "manifests/x.yaml: document 0",
+        ),
+        (
+            tree(&[
+                ("manifests/csv.yaml", CSV),
+                (
+                    "metadata/dependencies.yaml",
+                    "dependencies:\n- type: olm.gvk\n  value: {group: g}\n",
+                ),
+            ]),
+            "dependencies[0]",
+        ),
     ];
     for (t, expected) in cases {
         let error = from_files(&t, "src").unwrap_err().to_string();
-        assert!(error.contains(expected), "`{error}` should contain `{expected}`");
+        assert!(
+            error.contains(expected),
+            "`{error}` should contain `{expected}`"
+        );
     }
 }
 
 #[test]
 fn duplicate_keys_are_noted_not_fatal() {
-    let dup = CSV.replace("  displayName: Demo\n", "  displayName: Demo\n  displayName: Demo Two\n");
+    let dup = CSV.replace(
+        "  displayName: Demo\n",
+        "  displayName: Demo\n  displayName: Demo Two\n",
+    );
     let bundle = from_files(&tree(&[("manifests/csv.yaml", &dup)]), "src").unwrap();
     assert_eq!(bundle.csv.spec.display_name.as_deref(), Some("Demo Two"));
-    assert!(matches!(&bundle.notes[0], LoadNote::DuplicateKey(e) if e.file == "manifests/csv.yaml"));
+    assert!(
+        matches!(&bundle.notes[0], LoadNote::DuplicateKey(e) if e.file == "manifests/csv.yaml")
+    );
 }
 
 #[test]
 fn legacy_crds_come_out_as_v1_while_manifests_keep_them_as_written() {
     let legacy = "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.demo.example.com}\nspec:\n  group: demo.example.com\n  version: v1\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  validation: {openAPIV3Schema: {type: object}}\n";
-    let bundle = from_files(&tree(&[("manifests/csv.yaml", CSV), ("manifests/crd.yaml", legacy)]), "b").unwrap();
+    let bundle = from_files(
+        &tree(&[("manifests/csv.yaml", CSV), ("manifests/crd.yaml", legacy)]),
+        "b",
+    )
+    .unwrap();
     let crds = bundle.crds_v1();
     assert_eq!(crds.len(), 1);
     let converted = crds[0].1.as_ref().unwrap();
     assert_eq!(converted.object["apiVersion"], "apiextensions.k8s.io/v1");
     assert!(!converted.changes.is_empty());
-    assert_eq!(bundle.objects_of_kind("CustomResourceDefinition").next().unwrap().api_version(), "apiextensions.k8s.io/v1beta1");
+    assert_eq!(
+        bundle
+            .objects_of_kind("CustomResourceDefinition")
+            .next()
+            .unwrap()
+            .api_version(),
+        "apiextensions.k8s.io/v1beta1"
+    );
 }

@@ -9,7 +9,10 @@ use base64::Engine;
 pub enum Auth {
     #[default]
     Anonymous,
-    Basic { username: String, password: String },
+    Basic {
+        username: String,
+        password: String,
+    },
 }
 
 impl std::fmt::Debug for Auth {
@@ -26,7 +29,9 @@ impl Auth {
     pub(crate) fn to_registry_auth(&self) -> oci_client::secrets::RegistryAuth {
         match self {
             Auth::Anonymous => oci_client::secrets::RegistryAuth::Anonymous,
-            Auth::Basic { username, password } => oci_client::secrets::RegistryAuth::Basic(username.clone(), password.clone()),
+            Auth::Basic { username, password } => {
+                oci_client::secrets::RegistryAuth::Basic(username.clone(), password.clone())
+            }
         }
     }
 }
@@ -40,23 +45,45 @@ pub enum AuthError {
 /// The credentials a docker config (`config.json` / `auth.json` format) holds for `registry`.
 /// `None` when the file has no entry for it.
 pub fn docker_config_auth(path: &Path, registry: &str) -> Result<Option<Auth>, AuthError> {
-    let bad = |message: String| AuthError::BadConfig { path: path.to_path_buf(), message };
+    let bad = |message: String| AuthError::BadConfig {
+        path: path.to_path_buf(),
+        message,
+    };
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     let config: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let Some(auths) = config["auths"].as_object() else { return Ok(None) };
+    let Some(auths) = config["auths"].as_object() else {
+        return Ok(None);
+    };
     let entry = auths.iter().find(|(key, _)| {
-        let key = key.trim_start_matches("https://").trim_start_matches("http://");
+        let key = key
+            .trim_start_matches("https://")
+            .trim_start_matches("http://");
         key == registry || key.split('/').next() == Some(registry)
     });
-    let Some((_, entry)) = entry else { return Ok(None) };
+    let Some((_, entry)) = entry else {
+        return Ok(None);
+    };
     if let (Some(u), Some(p)) = (entry["username"].as_str(), entry["password"].as_str()) {
-        return Ok(Some(Auth::Basic { username: u.into(), password: p.into() }));
+        return Ok(Some(Auth::Basic {
+            username: u.into(),
+            password: p.into(),
+        }));
     }
-    let Some(encoded) = entry["auth"].as_str() else { return Ok(None) };
-    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|e| bad(format!("auths.{registry}.auth: {e}")))?;
-    let text = String::from_utf8(decoded).map_err(|_| bad(format!("auths.{registry}.auth is not UTF-8")))?;
-    let (username, password) = text.split_once(':').ok_or_else(|| bad(format!("auths.{registry}.auth is not user:password")))?;
-    Ok(Some(Auth::Basic { username: username.into(), password: password.into() }))
+    let Some(encoded) = entry["auth"].as_str() else {
+        return Ok(None);
+    };
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|e| bad(format!("auths.{registry}.auth: {e}")))?;
+    let text = String::from_utf8(decoded)
+        .map_err(|_| bad(format!("auths.{registry}.auth is not UTF-8")))?;
+    let (username, password) = text
+        .split_once(':')
+        .ok_or_else(|| bad(format!("auths.{registry}.auth is not user:password")))?;
+    Ok(Some(Auth::Basic {
+        username: username.into(),
+        password: password.into(),
+    }))
 }
 
 /// Where docker and podman keep credentials, in the order they are consulted.
@@ -86,14 +113,32 @@ mod tests {
         let path = dir.path().join("config.json");
         let encoded = base64::engine::general_purpose::STANDARD.encode("alice:s3cret");
         std::fs::write(&path, format!(r#"{{"auths": {{"127.0.0.1:5000": {{"auth": "{encoded}"}}, "https://r.example": {{"username": "bob", "password": "pw"}}}}}}"#)).unwrap();
-        assert_eq!(docker_config_auth(&path, "127.0.0.1:5000").unwrap(), Some(Auth::Basic { username: "alice".into(), password: "s3cret".into() }));
-        assert_eq!(docker_config_auth(&path, "r.example").unwrap(), Some(Auth::Basic { username: "bob".into(), password: "pw".into() }));
+        assert_eq!(
+            docker_config_auth(&path, "127.0.0.1:5000").unwrap(),
+            Some(Auth::Basic {
+                username: "alice".into(),
+                password: "s3cret".into()
+            })
+        );
+        assert_eq!(
+            docker_config_auth(&path, "r.example").unwrap(),
+            Some(Auth::Basic {
+                username: "bob".into(),
+                password: "pw".into()
+            })
+        );
         assert_eq!(docker_config_auth(&path, "other").unwrap(), None);
     }
 
     #[test]
     fn passwords_never_print() {
-        let shown = format!("{:?}", Auth::Basic { username: "alice".into(), password: "hunter2".into() });
+        let shown = format!(
+            "{:?}",
+            Auth::Basic {
+                username: "alice".into(),
+                password: "hunter2".into()
+            }
+        );
         assert!(!shown.contains("hunter2"));
     }
 }

@@ -20,13 +20,19 @@ pub fn read(path: &Path) -> Result<Loaded, LoadError> {
     collect(path, &mut files)?;
     let mut loaded = Loaded::default();
     for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|source| LoadError::Io { path: file.clone(), source })?;
+        let text = std::fs::read_to_string(&file).map_err(|source| LoadError::Io {
+            path: file.clone(),
+            source,
+        })?;
         for blob in parse_blobs(&file, &text)? {
             add_blob(&file, blob, &mut loaded)?;
         }
     }
     for (name, package) in &loaded.catalog.packages {
-        loaded.package_sources.entry(name.clone()).or_insert_with(|| path.to_path_buf());
+        loaded
+            .package_sources
+            .entry(name.clone())
+            .or_insert_with(|| path.to_path_buf());
         let _ = package;
     }
     Ok(loaded)
@@ -40,7 +46,10 @@ fn collect(path: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), LoadErr
     for entry in crate::load::entries(path)? {
         if entry.is_dir() {
             collect(&entry, out)?;
-        } else if entry.extension().is_some_and(|e| e == "json" || e == "yaml" || e == "yml") {
+        } else if entry
+            .extension()
+            .is_some_and(|e| e == "json" || e == "yaml" || e == "yml")
+        {
             out.push(entry);
         }
     }
@@ -73,10 +82,19 @@ pub fn parse_blobs(file: &Path, text: &str) -> Result<Vec<Value>, LoadError> {
     }
 }
 
-fn field<T: serde::de::DeserializeOwned>(file: &Path, blob: &Value, schema: &str) -> Result<T, LoadError> {
+fn field<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    blob: &Value,
+    schema: &str,
+) -> Result<T, LoadError> {
     serde_path_to_error::deserialize(blob).map_err(|e| LoadError::Invalid {
         file: file.to_path_buf(),
-        message: format!("{schema} blob {:?}: {}: {}", blob["name"].as_str().unwrap_or("?"), e.path(), e.inner()),
+        message: format!(
+            "{schema} blob {:?}: {}: {}",
+            blob["name"].as_str().unwrap_or("?"),
+            e.path(),
+            e.inner()
+        ),
     })
 }
 
@@ -117,12 +135,22 @@ struct DeprecationsBlob {
 }
 
 fn package<'a>(loaded: &'a mut Loaded, name: &str) -> &'a mut Package {
-    loaded.catalog.packages.entry(name.to_string()).or_insert_with(|| Package { name: name.to_string(), ..Default::default() })
+    loaded
+        .catalog
+        .packages
+        .entry(name.to_string())
+        .or_insert_with(|| Package {
+            name: name.to_string(),
+            ..Default::default()
+        })
 }
 
 fn add_blob(file: &Path, blob: Value, loaded: &mut Loaded) -> Result<(), LoadError> {
     let Some(schema) = blob["schema"].as_str().map(String::from) else {
-        return Err(LoadError::Invalid { file: file.to_path_buf(), message: "a blob has no `schema`".into() });
+        return Err(LoadError::Invalid {
+            file: file.to_path_buf(),
+            message: "a blob has no `schema`".into(),
+        });
     };
     match schema.as_str() {
         "olm.package" => {
@@ -134,7 +162,11 @@ fn add_blob(file: &Path, blob: Value, loaded: &mut Loaded) -> Result<(), LoadErr
         }
         "olm.channel" => {
             let b: ChannelBlob = field(file, &blob, &schema)?;
-            let channel = Channel { name: b.name.clone(), package: b.package.clone(), entries: b.entries };
+            let channel = Channel {
+                name: b.name.clone(),
+                package: b.package.clone(),
+                entries: b.entries,
+            };
             package(loaded, &b.package).channels.insert(b.name, channel);
         }
         "olm.bundle" => {
@@ -143,7 +175,9 @@ fn add_blob(file: &Path, blob: Value, loaded: &mut Loaded) -> Result<(), LoadErr
                 Property::Package { version, .. } => Some(version.clone()),
                 _ => None,
             });
-            let parsed = version.as_deref().map(|v| semver::Version::parse(v.trim_start_matches('v')));
+            let parsed = version
+                .as_deref()
+                .map(|v| semver::Version::parse(v.trim_start_matches('v')));
             let version = match parsed {
                 Some(Ok(v)) => v,
                 other => {
@@ -151,13 +185,36 @@ fn add_blob(file: &Path, blob: Value, loaded: &mut Loaded) -> Result<(), LoadErr
                         Some(Err(e)) => format!("olm.package version is not semver: {e}"),
                         _ => "no olm.package property".to_string(),
                     };
-                    loaded.issues.push(LoadIssue::new(Severity::Error, IssueKind::BadVersion, Some(&b.package), file.display().to_string(), format!("bundle {}: {why}; bundle left out", b.name)));
+                    loaded.issues.push(LoadIssue::new(
+                        Severity::Error,
+                        IssueKind::BadVersion,
+                        Some(&b.package),
+                        file.display().to_string(),
+                        format!("bundle {}: {why}; bundle left out", b.name),
+                    ));
                     return Ok(());
                 }
             };
-            let bundle = Bundle { name: b.name.clone(), package: b.package.clone(), version, image: b.image.filter(|i| !i.is_empty()), properties: b.properties, related_images: b.related_images };
-            if package(loaded, &b.package).bundles.insert(b.name.clone(), bundle).is_some() {
-                loaded.issues.push(LoadIssue::new(Severity::Error, IssueKind::DuplicateBundle, Some(&b.package), file.display().to_string(), format!("bundle {} is already added", b.name)));
+            let bundle = Bundle {
+                name: b.name.clone(),
+                package: b.package.clone(),
+                version,
+                image: b.image.filter(|i| !i.is_empty()),
+                properties: b.properties,
+                related_images: b.related_images,
+            };
+            if package(loaded, &b.package)
+                .bundles
+                .insert(b.name.clone(), bundle)
+                .is_some()
+            {
+                loaded.issues.push(LoadIssue::new(
+                    Severity::Error,
+                    IssueKind::DuplicateBundle,
+                    Some(&b.package),
+                    file.display().to_string(),
+                    format!("bundle {} is already added", b.name),
+                ));
             }
         }
         "olm.deprecations" => {

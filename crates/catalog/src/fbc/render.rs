@@ -37,7 +37,10 @@ pub fn render(catalog: &Catalog) -> Vec<Value> {
             b.insert("schema".into(), json!("olm.bundle"));
             b.insert("name".into(), json!(bundle.name));
             b.insert("package".into(), json!(package.name));
-            b.insert("image".into(), json!(bundle.image.clone().unwrap_or_default()));
+            b.insert(
+                "image".into(),
+                json!(bundle.image.clone().unwrap_or_default()),
+            );
             b.insert("properties".into(), json!(bundle.properties));
             if !bundle.related_images.is_empty() {
                 b.insert("relatedImages".into(), json!(bundle.related_images));
@@ -58,7 +61,10 @@ pub fn render(catalog: &Catalog) -> Vec<Value> {
 /// Indented JSON objects one after another, the stream `opm render -o json` writes.
 pub fn write_json(blobs: &[Value], out: &mut impl Write) -> std::io::Result<()> {
     for blob in blobs {
-        let mut serializer = serde_json::Serializer::with_formatter(&mut *out, serde_json::ser::PrettyFormatter::with_indent(b"    "));
+        let mut serializer = serde_json::Serializer::with_formatter(
+            &mut *out,
+            serde_json::ser::PrettyFormatter::with_indent(b"    "),
+        );
         serde::Serialize::serialize(blob, &mut serializer).map_err(std::io::Error::other)?;
         out.write_all(b"\n")?;
     }

@@ -8,7 +8,13 @@ fn render_then_read_gives_the_same_catalog() {
     crate::load::tests::bundle_layout(dir.path());
     let catalog = read_catalog(dir.path()).unwrap().catalog;
     let blobs = render(&catalog);
-    for (ext, write) in [("json", write_json as fn(&[Value], &mut Vec<u8>) -> std::io::Result<()>), ("yaml", write_yaml)] {
+    for (ext, write) in [
+        (
+            "json",
+            write_json as fn(&[Value], &mut Vec<u8>) -> std::io::Result<()>,
+        ),
+        ("yaml", write_yaml),
+    ] {
         let mut text = Vec::new();
         write(&blobs, &mut text).unwrap();
         let file = dir.path().join(format!("catalog.{ext}"));
@@ -24,12 +30,30 @@ fn rendered_blobs_have_the_opm_shape() {
     let dir = tempfile::tempdir().unwrap();
     crate::load::tests::bundle_layout(dir.path());
     let blobs = render(&read_catalog(dir.path()).unwrap().catalog);
-    let schemas: Vec<&str> = blobs.iter().map(|b| b["schema"].as_str().unwrap()).collect();
-    assert_eq!(schemas, vec!["olm.package", "olm.channel", "olm.channel", "olm.bundle", "olm.bundle"]);
+    let schemas: Vec<&str> = blobs
+        .iter()
+        .map(|b| b["schema"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        schemas,
+        vec![
+            "olm.package",
+            "olm.channel",
+            "olm.channel",
+            "olm.bundle",
+            "olm.bundle"
+        ]
+    );
     assert_eq!(blobs[0]["defaultChannel"], "alpha");
     let keys: Vec<&String> = blobs[3].as_object().unwrap().keys().collect();
-    assert_eq!(keys, vec!["schema", "name", "package", "image", "properties"]);
-    assert_eq!(blobs[2]["entries"], serde_json::json!([{"name": "other.v2.1.0", "replaces": "other.v2.0.0"}]));
+    assert_eq!(
+        keys,
+        vec!["schema", "name", "package", "image", "properties"]
+    );
+    assert_eq!(
+        blobs[2]["entries"],
+        serde_json::json!([{"name": "other.v2.1.0", "replaces": "other.v2.0.0"}])
+    );
     assert_eq!(
         blobs[4]["properties"],
         serde_json::json!([
@@ -48,14 +72,20 @@ fn reads_opm_style_streams_with_deprecations_and_reports_bad_blobs() {
     let loaded = read(&file).unwrap();
     let p = &loaded.catalog.packages["p"];
     assert_eq!(p.bundles["p.v1.0.0"].version, semver::Version::new(1, 0, 0));
-    assert_eq!(p.bundles["p.v1.0.0"].image.as_deref(), Some("example.com/p:1"));
+    assert_eq!(
+        p.bundles["p.v1.0.0"].image.as_deref(),
+        Some("example.com/p:1")
+    );
     assert_eq!(p.deprecations[0].message, "gone");
     assert_eq!(loaded.issues.len(), 1);
     assert_eq!(loaded.issues[0].kind, IssueKind::UnknownSchema);
 
     std::fs::write(&file, "schema: olm.channel\nname: c\n").unwrap();
     let error = read(&file).unwrap_err().to_string();
-    assert!(error.contains("olm.channel") && error.contains("package"), "{error}");
+    assert!(
+        error.contains("olm.channel") && error.contains("package"),
+        "{error}"
+    );
     std::fs::write(&file, "name: nothing\n").unwrap();
     assert!(read(&file).unwrap_err().to_string().contains("no `schema`"));
 }

@@ -10,7 +10,12 @@ use windlass_bundle::{Bundle, LoadNote};
 use super::{Level, Report};
 use crate::range::VersionRange;
 
-const INSTALL_MODES: [&str; 4] = ["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"];
+const INSTALL_MODES: [&str; 4] = [
+    "OwnNamespace",
+    "SingleNamespace",
+    "MultiNamespace",
+    "AllNamespaces",
+];
 const PROVIDER_TYPES: [&str; 4] = ["custom", "community", "certified", "platform"];
 
 /// Lints one loaded bundle.
@@ -34,22 +39,44 @@ fn notes(bundle: &Bundle, report: &mut Report) {
             LoadNote::DuplicateKey(e) => report.push(
                 Level::Warning,
                 "duplicate-key",
-                format!("{}{}", bundle.path_of(&e.file).display(), e.line.map(|l| format!(":{l}")).unwrap_or_default()),
+                format!(
+                    "{}{}",
+                    bundle.path_of(&e.file).display(),
+                    e.line.map(|l| format!(":{l}")).unwrap_or_default()
+                ),
                 None,
                 format!("{}; the last value is used", e.message),
             ),
-            LoadNote::IgnoredFile(file) => {
-                report.push(Level::Info, "ignored-file", bundle.path_of(file).display().to_string(), None, "not YAML or JSON; not part of the bundle")
-            }
+            LoadNote::IgnoredFile(file) => report.push(
+                Level::Info,
+                "ignored-file",
+                bundle.path_of(file).display().to_string(),
+                None,
+                "not YAML or JSON; not part of the bundle",
+            ),
         }
     }
 }
 
 fn required_fields(bundle: &Bundle, file: &str, report: &mut Report) {
     let csv = &bundle.csv;
-    let mut missing = |field: &str, why: &str| report.push(Level::Error, "csv-required-field", file, Some(field), why.to_string());
+    let mut missing = |field: &str, why: &str| {
+        report.push(
+            Level::Error,
+            "csv-required-field",
+            file,
+            Some(field),
+            why.to_string(),
+        )
+    };
     if csv.api_version != "operators.coreos.com/v1alpha1" {
-        missing("apiVersion", &format!("must be operators.coreos.com/v1alpha1, found {:?}", csv.api_version));
+        missing(
+            "apiVersion",
+            &format!(
+                "must be operators.coreos.com/v1alpha1, found {:?}",
+                csv.api_version
+            ),
+        );
     }
     if csv.metadata.name.trim().is_empty() {
         missing("metadata.name", "is missing");
@@ -58,32 +85,58 @@ fn required_fields(bundle: &Bundle, file: &str, report: &mut Report) {
         missing("spec.version", "is missing");
     }
     match &csv.spec.install {
-        None => missing("spec.install", "is missing: nothing says how to run the operator"),
+        None => missing(
+            "spec.install",
+            "is missing: nothing says how to run the operator",
+        ),
         Some(install) => {
             if install.strategy != "deployment" {
-                missing("spec.install.strategy", &format!("must be `deployment`, found {:?}", install.strategy));
+                missing(
+                    "spec.install.strategy",
+                    &format!("must be `deployment`, found {:?}", install.strategy),
+                );
             }
             match &install.spec {
                 None => missing("spec.install.spec", "is missing"),
-                Some(spec) if spec.deployments.is_empty() => missing("spec.install.spec.deployments", "lists no deployment"),
+                Some(spec) if spec.deployments.is_empty() => {
+                    missing("spec.install.spec.deployments", "lists no deployment")
+                }
                 Some(spec) => {
                     for (i, d) in spec.deployments.iter().enumerate() {
                         if d.name.trim().is_empty() {
-                            missing(&format!("spec.install.spec.deployments[{i}].name"), "is missing");
+                            missing(
+                                &format!("spec.install.spec.deployments[{i}].name"),
+                                "is missing",
+                            );
                         }
                         if !d.spec.is_object() {
-                            missing(&format!("spec.install.spec.deployments[{i}].spec"), "must be a Deployment spec mapping");
+                            missing(
+                                &format!("spec.install.spec.deployments[{i}].spec"),
+                                "must be a Deployment spec mapping",
+                            );
                         }
                     }
-                    for (list, name) in [(&spec.permissions, "permissions"), (&spec.cluster_permissions, "clusterPermissions")] {
+                    for (list, name) in [
+                        (&spec.permissions, "permissions"),
+                        (&spec.cluster_permissions, "clusterPermissions"),
+                    ] {
                         for (i, p) in list.iter().enumerate() {
                             if p.service_account_name.trim().is_empty() {
                                 // Kubernetes decoding is case-sensitive: a key spelled differently is dropped.
-                                let why = match p.extra.keys().find(|k| k.eq_ignore_ascii_case("serviceAccountName")) {
-                                    Some(k) => format!("is missing (written as `{k}`; field names are case-sensitive)"),
+                                let why = match p
+                                    .extra
+                                    .keys()
+                                    .find(|k| k.eq_ignore_ascii_case("serviceAccountName"))
+                                {
+                                    Some(k) => format!(
+                                        "is missing (written as `{k}`; field names are case-sensitive)"
+                                    ),
                                     None => "is missing".to_string(),
                                 };
-                                missing(&format!("spec.install.spec.{name}[{i}].serviceAccountName"), &why);
+                                missing(
+                                    &format!("spec.install.spec.{name}[{i}].serviceAccountName"),
+                                    &why,
+                                );
                             }
                         }
                     }
@@ -92,19 +145,44 @@ fn required_fields(bundle: &Bundle, file: &str, report: &mut Report) {
         }
     }
     if csv.spec.install_modes.is_empty() {
-        missing("spec.installModes", "is missing: no namespace the operator can watch is declared");
+        missing(
+            "spec.installModes",
+            "is missing: no namespace the operator can watch is declared",
+        );
     }
     for (i, mode) in csv.spec.install_modes.iter().enumerate() {
         if !INSTALL_MODES.contains(&mode.type_.as_str()) {
-            missing(&format!("spec.installModes[{i}].type"), &format!("{:?} is not one of {}", mode.type_, INSTALL_MODES.join(", ")));
+            missing(
+                &format!("spec.installModes[{i}].type"),
+                &format!(
+                    "{:?} is not one of {}",
+                    mode.type_,
+                    INSTALL_MODES.join(", ")
+                ),
+            );
         }
     }
     if !csv.spec.install_modes.is_empty() && !csv.spec.install_modes.iter().any(|m| m.supported) {
-        report.push(Level::Error, "csv-required-field", file, Some("spec.installModes"), "no install mode is supported");
+        report.push(
+            Level::Error,
+            "csv-required-field",
+            file,
+            Some("spec.installModes"),
+            "no install mode is supported",
+        );
     }
-    for (field, value) in [("spec.displayName", &csv.spec.display_name), ("spec.description", &csv.spec.description)] {
+    for (field, value) in [
+        ("spec.displayName", &csv.spec.display_name),
+        ("spec.description", &csv.spec.description),
+    ] {
         if value.as_deref().is_none_or(|v| v.trim().is_empty()) {
-            report.push(Level::Warning, "csv-recommended-field", file, Some(field), "is missing: catalogs show it to users");
+            report.push(
+                Level::Warning,
+                "csv-recommended-field",
+                file,
+                Some(field),
+                "is missing: catalogs show it to users",
+            );
         }
     }
 }
@@ -115,7 +193,13 @@ fn versions(bundle: &Bundle, file: &str, report: &mut Report) {
         Ok(v) => Some(v),
         Err(e) => {
             if csv.spec.version.is_some() {
-                report.push(Level::Error, "version-semver", file, Some(&e.field), e.message);
+                report.push(
+                    Level::Error,
+                    "version-semver",
+                    file,
+                    Some(&e.field),
+                    e.message,
+                );
             }
             None
         }
@@ -124,33 +208,75 @@ fn versions(bundle: &Bundle, file: &str, report: &mut Report) {
         let name = csv.name();
         let plain = v.to_string();
         if !(name.ends_with(&format!(".v{plain}")) || name.ends_with(&format!(".{plain}"))) {
-            report.push(Level::Warning, "csv-name", file, Some("metadata.name"), format!("{name:?} does not follow `<package>.v{plain}`"));
+            report.push(
+                Level::Warning,
+                "csv-name",
+                file,
+                Some("metadata.name"),
+                format!("{name:?} does not follow `<package>.v{plain}`"),
+            );
         }
     }
     if csv.spec.replaces.as_deref() == Some(csv.name()) {
-        report.push(Level::Error, "replaces-self", file, Some("spec.replaces"), "a bundle cannot replace itself");
+        report.push(
+            Level::Error,
+            "replaces-self",
+            file,
+            Some("spec.replaces"),
+            "a bundle cannot replace itself",
+        );
     }
     if csv.spec.skips.iter().any(|s| s == csv.name()) {
-        report.push(Level::Error, "replaces-self", file, Some("spec.skips"), "a bundle cannot skip itself");
+        report.push(
+            Level::Error,
+            "replaces-self",
+            file,
+            Some("spec.skips"),
+            "a bundle cannot skip itself",
+        );
     }
     if let Some(range) = csv.skip_range()
         && let Err(e) = VersionRange::parse(range)
     {
-        report.push(Level::Error, "skip-range", file, Some("metadata.annotations[olm.skipRange]"), format!("{range:?} is not a version range: {e}"));
+        report.push(
+            Level::Error,
+            "skip-range",
+            file,
+            Some("metadata.annotations[olm.skipRange]"),
+            format!("{range:?} is not a version range: {e}"),
+        );
     }
     if let Some(min) = &csv.spec.min_kube_version {
         let trimmed = min.trim().trim_start_matches('v');
         if !trimmed.is_empty() && semver::Version::parse(trimmed).is_err() {
-            report.push(Level::Error, "version-semver", file, Some("spec.minKubeVersion"), format!("{min:?} is not a semantic version"));
+            report.push(
+                Level::Error,
+                "version-semver",
+                file,
+                Some("spec.minKubeVersion"),
+                format!("{min:?} is not a semantic version"),
+            );
         }
     }
 }
 
 fn images(bundle: &Bundle, file: &str, report: &mut Report) {
-    let related: BTreeSet<&str> = bundle.csv.spec.related_images.iter().map(|r| r.image.as_str()).collect();
+    let related: BTreeSet<&str> = bundle
+        .csv
+        .spec
+        .related_images
+        .iter()
+        .map(|r| r.image.as_str())
+        .collect();
     for (i, related_image) in bundle.csv.spec.related_images.iter().enumerate() {
         if related_image.image.trim().is_empty() {
-            report.push(Level::Error, "related-images", file, Some(&format!("spec.relatedImages[{i}].image")), "is empty");
+            report.push(
+                Level::Error,
+                "related-images",
+                file,
+                Some(&format!("spec.relatedImages[{i}].image")),
+                "is empty",
+            );
         }
     }
     for (i, deployment) in bundle.csv.deployments().iter().enumerate() {
@@ -169,26 +295,62 @@ fn images(bundle: &Bundle, file: &str, report: &mut Report) {
 }
 
 fn dependencies(bundle: &Bundle, report: &mut Report) {
-    let file = bundle.path_of("metadata/dependencies.yaml").display().to_string();
+    let file = bundle
+        .path_of("metadata/dependencies.yaml")
+        .display()
+        .to_string();
     for (i, dependency) in bundle.dependencies.iter().enumerate() {
         let field = format!("dependencies[{i}]");
         match dependency {
-            Dependency::Package { package_name, version } => {
+            Dependency::Package {
+                package_name,
+                version,
+            } => {
                 if package_name.trim().is_empty() {
-                    report.push(Level::Error, "dependency", &file, Some(&field), "olm.package dependency has no packageName");
+                    report.push(
+                        Level::Error,
+                        "dependency",
+                        &file,
+                        Some(&field),
+                        "olm.package dependency has no packageName",
+                    );
                 }
                 if let Err(e) = VersionRange::parse(version) {
-                    report.push(Level::Error, "dependency", &file, Some(&field), format!("version range {version:?} of {package_name} does not parse: {e}"));
+                    report.push(
+                        Level::Error,
+                        "dependency",
+                        &file,
+                        Some(&field),
+                        format!("version range {version:?} of {package_name} does not parse: {e}"),
+                    );
                 }
             }
-            Dependency::Gvk { group, version, kind } => {
+            Dependency::Gvk {
+                group,
+                version,
+                kind,
+            } => {
                 if version.is_empty() || kind.is_empty() {
-                    report.push(Level::Error, "dependency", &file, Some(&field), format!("olm.gvk dependency {group}/{version}/{kind} is incomplete"));
+                    report.push(
+                        Level::Error,
+                        "dependency",
+                        &file,
+                        Some(&field),
+                        format!("olm.gvk dependency {group}/{version}/{kind} is incomplete"),
+                    );
                 }
             }
             Dependency::Other { type_, value } => {
-                if type_ == "olm.constraint" && !value.get("failureMessage").is_some_and(Value::is_string) {
-                    report.push(Level::Warning, "dependency", &file, Some(&field), "olm.constraint has no failureMessage: users will not learn why it failed");
+                if type_ == "olm.constraint"
+                    && !value.get("failureMessage").is_some_and(Value::is_string)
+                {
+                    report.push(
+                        Level::Warning,
+                        "dependency",
+                        &file,
+                        Some(&field),
+                        "olm.constraint has no failureMessage: users will not learn why it failed",
+                    );
                 }
             }
         }
@@ -212,7 +374,12 @@ pub fn provider_display(bundle: &Bundle) -> ProviderDisplay {
     let name = annotations
         .get("provider")
         .map(|raw| match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(map)) => map.get("en").or_else(|| map.values().next()).and_then(Value::as_str).unwrap_or(raw).to_string(),
+            Ok(Value::Object(map)) => map
+                .get("en")
+                .or_else(|| map.values().next())
+                .and_then(Value::as_str)
+                .unwrap_or(raw)
+                .to_string(),
             _ => raw.clone(),
         })
         .or_else(|| spec.and_then(|p| p.name.clone()))
@@ -222,8 +389,16 @@ pub fn provider_display(bundle: &Bundle) -> ProviderDisplay {
         .map(|t| t.trim().to_ascii_lowercase())
         .filter(|t| PROVIDER_TYPES.contains(&t.as_str()))
         .unwrap_or_else(|| "custom".into());
-    let url = annotations.get("provider-url").cloned().or_else(|| spec.and_then(|p| p.url.clone())).filter(|u| !u.trim().is_empty());
-    ProviderDisplay { name, provider_type, url }
+    let url = annotations
+        .get("provider-url")
+        .cloned()
+        .or_else(|| spec.and_then(|p| p.url.clone()))
+        .filter(|u| !u.trim().is_empty());
+    ProviderDisplay {
+        name,
+        provider_type,
+        url,
+    }
 }
 
 fn provider(bundle: &Bundle, file: &str, report: &mut Report) {
@@ -231,10 +406,25 @@ fn provider(bundle: &Bundle, file: &str, report: &mut Report) {
     if let Some(raw) = bundle.csv.metadata.annotations.get("provider-type")
         && !PROVIDER_TYPES.contains(&raw.trim().to_ascii_lowercase().as_str())
     {
-        report.push(Level::Warning, "provider", file, Some("metadata.annotations[provider-type]"), format!("{raw:?} is not one of {}; it will be shown as custom", PROVIDER_TYPES.join(", ")));
+        report.push(
+            Level::Warning,
+            "provider",
+            file,
+            Some("metadata.annotations[provider-type]"),
+            format!(
+                "{raw:?} is not one of {}; it will be shown as custom",
+                PROVIDER_TYPES.join(", ")
+            ),
+        );
     }
     if shown.name.is_none() {
-        report.push(Level::Warning, "provider", file, Some("spec.provider.name"), "no provider name (annotation `provider` or spec.provider.name)");
+        report.push(
+            Level::Warning,
+            "provider",
+            file,
+            Some("spec.provider.name"),
+            "no provider name (annotation `provider` or spec.provider.name)",
+        );
     }
     report.push(
         Level::Info,
@@ -258,7 +448,12 @@ fn crd_versions(crd: &Value) -> Vec<(String, bool)> {
         .as_array()
         .map(|vs| {
             vs.iter()
-                .filter_map(|v| Some((v["name"].as_str()?.to_string(), shared_schema || v["schema"]["openAPIV3Schema"].is_object())))
+                .filter_map(|v| {
+                    Some((
+                        v["name"].as_str()?.to_string(),
+                        shared_schema || v["schema"]["openAPIV3Schema"].is_object(),
+                    ))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -273,8 +468,20 @@ fn crd_versions(crd: &Value) -> Vec<(String, bool)> {
 fn owned_crds(bundle: &Bundle, file: &str, report: &mut Report) {
     for (i, owned) in bundle.csv.owned_crds().iter().enumerate() {
         let field = format!("spec.customresourcedefinitions.owned[{i}]");
-        let Some(manifest) = bundle.objects_of_kind("CustomResourceDefinition").find(|m| m.name() == owned.name) else {
-            report.push(Level::Error, "owned-crd", file, Some(&field), format!("owned CRD {} has no CustomResourceDefinition file in the bundle", owned.name));
+        let Some(manifest) = bundle
+            .objects_of_kind("CustomResourceDefinition")
+            .find(|m| m.name() == owned.name)
+        else {
+            report.push(
+                Level::Error,
+                "owned-crd",
+                file,
+                Some(&field),
+                format!(
+                    "owned CRD {} has no CustomResourceDefinition file in the bundle",
+                    owned.name
+                ),
+            );
             continue;
         };
         let crd_file = bundle.path_of(&manifest.file).display().to_string();

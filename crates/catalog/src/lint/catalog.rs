@@ -36,38 +36,86 @@ pub fn lint_loaded(loaded: &Loaded) -> Report {
         if matches!(issue.kind, IssueKind::DuplicateKey | IssueKind::IgnoredFile) {
             continue;
         }
-        let level = if issue.severity == crate::validate::Severity::Error { Level::Error } else { Level::Warning };
-        report.push(level, issue_check(issue.kind), issue.file.clone(), None, issue.message.clone());
+        let level = if issue.severity == crate::validate::Severity::Error {
+            Level::Error
+        } else {
+            Level::Warning
+        };
+        report.push(
+            level,
+            issue_check(issue.kind),
+            issue.file.clone(),
+            None,
+            issue.message.clone(),
+        );
     }
     for source in &loaded.bundles {
         report.findings.extend(lint_bundle(&source.bundle).findings);
         folder_version(source, &mut report);
     }
     for (name, package) in &loaded.catalog.packages {
-        let file = loaded.package_sources.get(name).map(|p| p.display().to_string()).unwrap_or_else(|| name.clone());
+        let file = loaded
+            .package_sources
+            .get(name)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| name.clone());
         let mut by_version: BTreeMap<&semver::Version, Vec<&str>> = BTreeMap::new();
         for bundle in package.bundles.values() {
-            by_version.entry(&bundle.version).or_default().push(&bundle.name);
+            by_version
+                .entry(&bundle.version)
+                .or_default()
+                .push(&bundle.name);
         }
         for (version, names) in by_version.into_iter().filter(|(_, n)| n.len() > 1) {
-            report.push(Level::Error, "already-added", &file, None, format!("package {name}: version {version} is added more than once ({})", names.join(", ")));
+            report.push(
+                Level::Error,
+                "already-added",
+                &file,
+                None,
+                format!(
+                    "package {name}: version {version} is added more than once ({})",
+                    names.join(", ")
+                ),
+            );
         }
         for channel in package.channels.values() {
             for problem in validate_channel(package, channel) {
-                report.push(problem.severity().into(), "channel", &file, Some(&format!("channels[{}]", channel.name)), problem.to_string());
+                report.push(
+                    problem.severity().into(),
+                    "channel",
+                    &file,
+                    Some(&format!("channels[{}]", channel.name)),
+                    problem.to_string(),
+                );
             }
         }
         match &package.default_channel {
-            Some(default) if !package.channels.contains_key(default) && !package.channels.is_empty() => report.push(
+            Some(default)
+                if !package.channels.contains_key(default) && !package.channels.is_empty() =>
+            {
+                report.push(
+                    Level::Error,
+                    "default-channel",
+                    &file,
+                    Some("defaultChannel"),
+                    format!(
+                        "package {name}: default channel {default} does not exist ({})",
+                        package
+                            .channels
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            }
+            None if package.channels.len() > 1 => report.push(
                 Level::Error,
                 "default-channel",
                 &file,
                 Some("defaultChannel"),
-                format!("package {name}: default channel {default} does not exist ({})", package.channels.keys().cloned().collect::<Vec<_>>().join(", ")),
+                format!("package {name}: several channels and no default channel"),
             ),
-            None if package.channels.len() > 1 => {
-                report.push(Level::Error, "default-channel", &file, Some("defaultChannel"), format!("package {name}: several channels and no default channel"))
-            }
             _ => {}
         }
     }
@@ -77,14 +125,27 @@ pub fn lint_loaded(loaded: &Loaded) -> Report {
 
 /// A version folder named like a version must hold that version.
 fn folder_version(source: &crate::load::SourceBundle, report: &mut Report) {
-    let Some(folder) = Path::new(&source.dir).file_name().map(|f| f.to_string_lossy().into_owned()) else { return };
-    let Ok(folder_version) = semver::Version::parse(folder.trim_start_matches('v')) else { return };
-    let Ok(version) = source.bundle.csv.version() else { return };
+    let Some(folder) = Path::new(&source.dir)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+    else {
+        return;
+    };
+    let Ok(folder_version) = semver::Version::parse(folder.trim_start_matches('v')) else {
+        return;
+    };
+    let Ok(version) = source.bundle.csv.version() else {
+        return;
+    };
     if folder_version != version {
         report.push(
             Level::Error,
             "version-folder",
-            source.bundle.path_of(&source.bundle.csv_file).display().to_string(),
+            source
+                .bundle
+                .path_of(&source.bundle.csv_file)
+                .display()
+                .to_string(),
             Some("spec.version"),
             format!("version {version} differs from its folder name {folder}"),
         );

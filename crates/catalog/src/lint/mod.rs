@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-pub use bundle::{lint_bundle, provider_display, ProviderDisplay};
+pub use bundle::{ProviderDisplay, lint_bundle, provider_display};
 pub use catalog::{lint_catalog, lint_loaded};
 
 /// How bad a finding is. `Info` reports facts a bundle author should see (provider display).
@@ -78,12 +78,27 @@ impl Report {
         self.findings.iter().filter(|f| f.level == level).count()
     }
 
-    pub(crate) fn push(&mut self, level: Level, check: &'static str, file: impl Into<String>, field: Option<&str>, message: impl Into<String>) {
-        self.findings.push(Finding { level, check, file: file.into(), field: field.map(String::from), message: message.into() });
+    pub(crate) fn push(
+        &mut self,
+        level: Level,
+        check: &'static str,
+        file: impl Into<String>,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) {
+        self.findings.push(Finding {
+            level,
+            check,
+            file: file.into(),
+            field: field.map(String::from),
+            message: message.into(),
+        });
     }
 
     pub(crate) fn sort(&mut self) {
-        self.findings.sort_by(|a, b| (&a.file, b.level, a.check, &a.message).cmp(&(&b.file, a.level, b.check, &b.message)));
+        self.findings.sort_by(|a, b| {
+            (&a.file, b.level, a.check, &a.message).cmp(&(&b.file, a.level, b.check, &b.message))
+        });
         self.findings.dedup();
     }
 }

@@ -3,28 +3,55 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{IssueKind, LoadError, LoadIssue, Loaded, ReadOptions, add_bundle, convert, entries, load_parallel};
+use super::{
+    IssueKind, LoadError, LoadIssue, Loaded, ReadOptions, add_bundle, convert, entries,
+    load_parallel,
+};
 use crate::model::{Channel, Package};
 use crate::validate::Severity;
 
-pub(super) fn read(packages: &[PathBuf], loaded: &mut Loaded, options: ReadOptions) -> Result<(), LoadError> {
+pub(super) fn read(
+    packages: &[PathBuf],
+    loaded: &mut Loaded,
+    options: ReadOptions,
+) -> Result<(), LoadError> {
     let mut work = Vec::new();
     let mut plans = Vec::new();
     for dir in packages {
-        let versions: Vec<PathBuf> = entries(dir)?.into_iter().filter(|p| p.is_dir() && p.join("manifests").is_dir()).collect();
+        let versions: Vec<PathBuf> = entries(dir)?
+            .into_iter()
+            .filter(|p| p.is_dir() && p.join("manifests").is_dir())
+            .collect();
         plans.push((dir.clone(), work.len()..work.len() + versions.len()));
         work.extend(versions);
     }
     let mut results = load_parallel(&work, options).into_iter();
     for (dir, range) in plans {
-        let folder_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut package = Package { name: folder_name.clone(), ..Default::default() };
-        let mut newest: Option<(semver::Version, Option<String>, Option<String>, Option<serde_json::Value>)> = None;
+        let folder_name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut package = Package {
+            name: folder_name.clone(),
+            ..Default::default()
+        };
+        let mut newest: Option<(
+            semver::Version,
+            Option<String>,
+            Option<String>,
+            Option<serde_json::Value>,
+        )> = None;
         for folder in &work[range] {
             let bundle = match results.next().expect("one result per folder") {
                 Ok(b) => b,
                 Err(e) => {
-                    loaded.issues.push(LoadIssue::new(Severity::Error, IssueKind::UnreadableBundle, Some(&folder_name), folder.display().to_string(), e.to_string()));
+                    loaded.issues.push(LoadIssue::new(
+                        Severity::Error,
+                        IssueKind::UnreadableBundle,
+                        Some(&folder_name),
+                        folder.display().to_string(),
+                        e.to_string(),
+                    ));
                     continue;
                 }
             };
@@ -39,8 +66,13 @@ pub(super) fn read(packages: &[PathBuf], loaded: &mut Loaded, options: ReadOptio
             apply_semver_mode(&mut package);
         }
         super::package_manifest::report_unchannelled(&package, &dir, loaded);
-        loaded.package_sources.insert(package.name.clone(), dir.clone());
-        loaded.catalog.packages.insert(package.name.clone(), package);
+        loaded
+            .package_sources
+            .insert(package.name.clone(), dir.clone());
+        loaded
+            .catalog
+            .packages
+            .insert(package.name.clone(), package);
     }
     Ok(())
 }
@@ -48,7 +80,9 @@ pub(super) fn read(packages: &[PathBuf], loaded: &mut Loaded, options: ReadOptio
 /// Whether the package's `ci.yaml` asks for `updateGraph: semver-mode`: OperatorHub then
 /// builds the upgrade graph from version order instead of each CSV's `replaces`.
 fn semver_mode(dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(dir.join("ci.yaml")) else { return false };
+    let Ok(text) = std::fs::read_to_string(dir.join("ci.yaml")) else {
+        return false;
+    };
     windlass_bundle::yaml::parse_one("ci.yaml", &text)
         .ok()
         .and_then(|d| d.documents.into_iter().next())
@@ -58,10 +92,18 @@ fn semver_mode(dir: &Path) -> bool {
 /// In semver mode each entry replaces the next lower version of its channel; skips and
 /// skip ranges stay as the bundles declare them. Entries are listed newest first.
 pub(crate) fn apply_semver_mode(package: &mut Package) {
-    let versions: std::collections::BTreeMap<String, semver::Version> =
-        package.bundles.iter().map(|(n, b)| (n.clone(), b.version.clone())).collect();
+    let versions: std::collections::BTreeMap<String, semver::Version> = package
+        .bundles
+        .iter()
+        .map(|(n, b)| (n.clone(), b.version.clone()))
+        .collect();
     for channel in package.channels.values_mut() {
-        channel.entries.sort_by(|a, b| versions.get(&b.name).cmp(&versions.get(&a.name)).then_with(|| a.name.cmp(&b.name)));
+        channel.entries.sort_by(|a, b| {
+            versions
+                .get(&b.name)
+                .cmp(&versions.get(&a.name))
+                .then_with(|| a.name.cmp(&b.name))
+        });
         let names: Vec<String> = channel.entries.iter().map(|e| e.name.clone()).collect();
         for (i, entry) in channel.entries.iter_mut().enumerate() {
             entry.replaces = names.get(i + 1).cloned();
@@ -76,7 +118,12 @@ fn place(
     package: &mut Package,
     folder: &Path,
     bundle: windlass_bundle::Bundle,
-    newest: &mut Option<(semver::Version, Option<String>, Option<String>, Option<serde_json::Value>)>,
+    newest: &mut Option<(
+        semver::Version,
+        Option<String>,
+        Option<String>,
+        Option<serde_json::Value>,
+    )>,
     loaded: &mut Loaded,
 ) {
     if let Some(declared) = bundle.package()
@@ -92,9 +139,18 @@ fn place(
     }
     let entry = convert::channel_entry(&bundle);
     let channels = bundle.annotations.channels();
-    let default = bundle.annotations.default_channel().map(String::from).or_else(|| channels.first().cloned());
+    let default = bundle
+        .annotations
+        .default_channel()
+        .map(String::from)
+        .or_else(|| channels.first().cloned());
     let description = bundle.csv.spec.description.clone();
-    let icon = bundle.csv.spec.icon.first().and_then(|i| serde_json::to_value(i).ok());
+    let icon = bundle
+        .csv
+        .spec
+        .icon
+        .first()
+        .and_then(|i| serde_json::to_value(i).ok());
     let version = bundle.csv.version().ok();
     if add_bundle(package, folder, bundle, loaded).is_none() {
         return;
@@ -103,7 +159,11 @@ fn place(
         package
             .channels
             .entry(channel.clone())
-            .or_insert_with(|| Channel { name: channel.clone(), package: package.name.clone(), entries: Vec::new() })
+            .or_insert_with(|| Channel {
+                name: channel.clone(),
+                package: package.name.clone(),
+                entries: Vec::new(),
+            })
             .entries
             .push(entry.clone());
     }
@@ -119,15 +179,28 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
     let bundle = match windlass_bundle::load_bundle(dir) {
         Ok(b) => b,
         Err(e) => {
-            loaded.issues.push(LoadIssue::new(Severity::Error, IssueKind::UnreadableBundle, None, dir.display().to_string(), e.to_string()));
+            loaded.issues.push(LoadIssue::new(
+                Severity::Error,
+                IssueKind::UnreadableBundle,
+                None,
+                dir.display().to_string(),
+                e.to_string(),
+            ));
             return Ok(());
         }
     };
-    let name = bundle.package().map(String::from).ok_or_else(|| LoadError::Invalid {
-        file: dir.join("metadata/annotations.yaml"),
-        message: "no package annotation: cannot tell which package this bundle belongs to".into(),
-    })?;
-    let mut package = Package { name: name.clone(), ..Default::default() };
+    let name = bundle
+        .package()
+        .map(String::from)
+        .ok_or_else(|| LoadError::Invalid {
+            file: dir.join("metadata/annotations.yaml"),
+            message: "no package annotation: cannot tell which package this bundle belongs to"
+                .into(),
+        })?;
+    let mut package = Package {
+        name: name.clone(),
+        ..Default::default()
+    };
     let mut newest = None;
     place(&mut package, dir, bundle, &mut newest, loaded);
     if let Some((_, default, description, icon)) = newest {
@@ -135,7 +208,9 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
         package.description = description;
         package.icon = icon;
     }
-    loaded.package_sources.insert(name.clone(), dir.to_path_buf());
+    loaded
+        .package_sources
+        .insert(name.clone(), dir.to_path_buf());
     loaded.catalog.packages.insert(name, package);
     Ok(())
 }
@@ -144,21 +219,51 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
 /// catalog bundle records the image it came from.
 pub fn read_images(images: Vec<(windlass_bundle::Bundle, String)>) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
-    let mut packages: std::collections::BTreeMap<String, (Package, Option<(semver::Version, Option<String>, Option<String>, Option<serde_json::Value>)>)> =
-        std::collections::BTreeMap::new();
+    let mut packages: std::collections::BTreeMap<
+        String,
+        (
+            Package,
+            Option<(
+                semver::Version,
+                Option<String>,
+                Option<String>,
+                Option<serde_json::Value>,
+            )>,
+        ),
+    > = std::collections::BTreeMap::new();
     for (bundle, image) in images {
-        let name = bundle.package().map(String::from).ok_or_else(|| LoadError::Invalid {
-            file: PathBuf::from(&image),
-            message: "image has no package annotation or label".into(),
-        })?;
-        let (package, newest) = packages.entry(name.clone()).or_insert_with(|| (Package { name: name.clone(), ..Default::default() }, None));
+        let name = bundle
+            .package()
+            .map(String::from)
+            .ok_or_else(|| LoadError::Invalid {
+                file: PathBuf::from(&image),
+                message: "image has no package annotation or label".into(),
+            })?;
+        let (package, newest) = packages.entry(name.clone()).or_insert_with(|| {
+            (
+                Package {
+                    name: name.clone(),
+                    ..Default::default()
+                },
+                None,
+            )
+        });
         let csv_name = bundle.csv.name().to_string();
         place(package, Path::new(&image), bundle, newest, &mut loaded);
         if let Some(b) = package.bundles.get_mut(&csv_name) {
-            b.related_images.insert(0, crate::model::RelatedImage { name: String::new(), image: image.clone() });
+            b.related_images.insert(
+                0,
+                crate::model::RelatedImage {
+                    name: String::new(),
+                    image: image.clone(),
+                },
+            );
             b.image = Some(image.clone());
         }
-        loaded.package_sources.entry(name).or_insert_with(|| PathBuf::from(&image));
+        loaded
+            .package_sources
+            .entry(name)
+            .or_insert_with(|| PathBuf::from(&image));
     }
     for (name, (mut package, newest)) in packages {
         if let Some((_, default, description, icon)) = newest {

@@ -9,31 +9,68 @@ use crate::model::{Bundle, ChannelEntry, Gvk, Property, RelatedImage};
 
 /// The catalog bundle: `olm.package`, owned APIs as `olm.gvk`, dependencies as
 /// `olm.package.required` / `olm.gvk.required`, then `properties.yaml` entries; duplicates removed.
-pub fn catalog_bundle(loaded: &LoadedBundle, package: &str, version: semver::Version, image: Option<String>) -> Bundle {
+pub fn catalog_bundle(
+    loaded: &LoadedBundle,
+    package: &str,
+    version: semver::Version,
+    image: Option<String>,
+) -> Bundle {
     let csv = &loaded.csv;
-    let mut properties = vec![Property::Package { package_name: package.to_string(), version: version.to_string() }];
+    let mut properties = vec![Property::Package {
+        package_name: package.to_string(),
+        version: version.to_string(),
+    }];
     for crd in csv.owned_crds() {
-        properties.push(Property::Gvk(Gvk { group: crd.group().into(), version: crd.version.clone(), kind: crd.kind.clone() }));
+        properties.push(Property::Gvk(Gvk {
+            group: crd.group().into(),
+            version: crd.version.clone(),
+            kind: crd.kind.clone(),
+        }));
     }
     for api in csv.owned_apiservices() {
-        properties.push(Property::Gvk(Gvk { group: api.group.clone(), version: api.version.clone(), kind: api.kind.clone() }));
+        properties.push(Property::Gvk(Gvk {
+            group: api.group.clone(),
+            version: api.version.clone(),
+            kind: api.kind.clone(),
+        }));
     }
     for dependency in &loaded.dependencies {
         properties.push(match dependency {
-            Dependency::Package { package_name, version } => {
-                Property::PackageRequired { package_name: package_name.clone(), version_range: version.clone() }
-            }
-            Dependency::Gvk { group, version, kind } => {
-                Property::GvkRequired(Gvk { group: group.clone(), version: version.clone(), kind: kind.clone() })
-            }
-            Dependency::Other { type_, value } => Property::Other { type_: type_.clone(), value: value.clone() },
+            Dependency::Package {
+                package_name,
+                version,
+            } => Property::PackageRequired {
+                package_name: package_name.clone(),
+                version_range: version.clone(),
+            },
+            Dependency::Gvk {
+                group,
+                version,
+                kind,
+            } => Property::GvkRequired(Gvk {
+                group: group.clone(),
+                version: version.clone(),
+                kind: kind.clone(),
+            }),
+            Dependency::Other { type_, value } => Property::Other {
+                type_: type_.clone(),
+                value: value.clone(),
+            },
         });
     }
     for crd in csv.required_crds() {
-        properties.push(Property::GvkRequired(Gvk { group: crd.group().into(), version: crd.version.clone(), kind: crd.kind.clone() }));
+        properties.push(Property::GvkRequired(Gvk {
+            group: crd.group().into(),
+            version: crd.version.clone(),
+            kind: crd.kind.clone(),
+        }));
     }
     for api in csv.required_apiservices() {
-        properties.push(Property::GvkRequired(Gvk { group: api.group.clone(), version: api.version.clone(), kind: api.kind.clone() }));
+        properties.push(Property::GvkRequired(Gvk {
+            group: api.group.clone(),
+            version: api.version.clone(),
+            kind: api.kind.clone(),
+        }));
     }
     for raw in &loaded.properties {
         // The bundle's own `olm.package` was already derived from the CSV.
@@ -70,13 +107,28 @@ pub fn related_images(loaded: &LoadedBundle, bundle_image: Option<&str>) -> Vec<
     let mut seen = BTreeSet::new();
     for related in &loaded.csv.spec.related_images {
         if !related.image.is_empty() && seen.insert(related.image.clone()) {
-            out.push(RelatedImage { name: related.name.clone(), image: related.image.clone() });
+            out.push(RelatedImage {
+                name: related.name.clone(),
+                image: related.image.clone(),
+            });
         }
     }
-    let deployment_images = loaded.csv.deployments().iter().flat_map(|d| d.images()).map(String::from);
-    for image in bundle_image.map(String::from).into_iter().chain(deployment_images) {
+    let deployment_images = loaded
+        .csv
+        .deployments()
+        .iter()
+        .flat_map(|d| d.images())
+        .map(String::from);
+    for image in bundle_image
+        .map(String::from)
+        .into_iter()
+        .chain(deployment_images)
+    {
         if !image.is_empty() && seen.insert(image.clone()) {
-            out.push(RelatedImage { name: String::new(), image });
+            out.push(RelatedImage {
+                name: String::new(),
+                image,
+            });
         }
     }
     out
@@ -88,7 +140,13 @@ pub fn channel_entry(loaded: &LoadedBundle) -> ChannelEntry {
     ChannelEntry {
         name: csv.name().to_string(),
         replaces: csv.spec.replaces.clone().filter(|r| !r.trim().is_empty()),
-        skips: csv.spec.skips.iter().filter(|s| !s.trim().is_empty()).cloned().collect(),
+        skips: csv
+            .spec
+            .skips
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .cloned()
+            .collect(),
         skip_range: csv.skip_range().map(String::from),
     }
 }

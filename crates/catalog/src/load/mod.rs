@@ -24,7 +24,10 @@ use crate::validate::Severity;
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: not a catalog (no package file, no bundle folders and no file-based-catalog blobs)", path.display())]
     NotACatalog { path: PathBuf },
     #[error("{}: {message}", file.display())]
@@ -32,7 +35,11 @@ pub enum LoadError {
     #[error(transparent)]
     Yaml(#[from] windlass_bundle::yaml::YamlError),
     #[error("package {package} is defined by both {} and {}", first.display(), second.display())]
-    PackageTwice { package: String, first: PathBuf, second: PathBuf },
+    PackageTwice {
+        package: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
     /// The strict loader refuses a catalog whose reading left a problem behind.
     #[error("{issue}")]
     Incomplete { issue: LoadIssue },
@@ -76,13 +83,31 @@ pub enum IssueKind {
 }
 
 impl LoadIssue {
-    pub(crate) fn new(severity: Severity, kind: IssueKind, package: Option<&str>, file: impl Into<String>, message: impl Into<String>) -> Self {
-        LoadIssue { severity, kind, package: package.map(String::from), file: file.into(), message: message.into() }
+    pub(crate) fn new(
+        severity: Severity,
+        kind: IssueKind,
+        package: Option<&str>,
+        file: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        LoadIssue {
+            severity,
+            kind,
+            package: package.map(String::from),
+            file: file.into(),
+            message: message.into(),
+        }
     }
 
     /// Whether the catalog lost content because of this issue.
     pub fn loses_content(&self) -> bool {
-        matches!(self.kind, IssueKind::UnreadableBundle | IssueKind::BadVersion | IssueKind::DuplicateBundle | IssueKind::BadPackageFile)
+        matches!(
+            self.kind,
+            IssueKind::UnreadableBundle
+                | IssueKind::BadVersion
+                | IssueKind::DuplicateBundle
+                | IssueKind::BadPackageFile
+        )
     }
 }
 
@@ -104,7 +129,9 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { keep_manifests: true }
+        ReadOptions {
+            keep_manifests: true,
+        }
     }
 }
 
@@ -119,7 +146,9 @@ pub struct Loaded {
     pub package_sources: std::collections::BTreeMap<String, PathBuf>,
 }
 
-const LEAN: ReadOptions = ReadOptions { keep_manifests: false };
+const LEAN: ReadOptions = ReadOptions {
+    keep_manifests: false,
+};
 
 /// The strict reader: the catalog, or the first problem that made it incomplete.
 pub fn load_catalog(path: &Path) -> Result<Catalog, LoadError> {
@@ -149,9 +178,17 @@ pub fn read_catalogs_with(paths: &[PathBuf], options: ReadOptions) -> Result<Loa
     for path in paths {
         let loaded = read_catalog_with(path, options)?;
         for (name, package) in loaded.catalog.packages {
-            let source = loaded.package_sources.get(&name).cloned().unwrap_or_else(|| path.clone());
+            let source = loaded
+                .package_sources
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| path.clone());
             if let Some(first) = merged.package_sources.get(&name) {
-                return Err(LoadError::PackageTwice { package: name, first: first.clone(), second: source });
+                return Err(LoadError::PackageTwice {
+                    package: name,
+                    first: first.clone(),
+                    second: source,
+                });
             }
             merged.package_sources.insert(name.clone(), source);
             merged.catalog.packages.insert(name, package);
@@ -172,7 +209,10 @@ enum Shape {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
-    move |source| LoadError::Io { path: path.to_path_buf(), source }
+    move |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Sorted, non-hidden entries of a directory.
@@ -190,10 +230,11 @@ pub(crate) fn entries(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
 
 fn package_file(dir: &Path) -> Result<Option<PathBuf>, LoadError> {
     Ok(entries(dir)?.into_iter().find(|p| {
-        p.is_file() && p.file_name().is_some_and(|n| {
-            let n = n.to_string_lossy();
-            n.ends_with(".package.yaml") || n.ends_with(".package.yml")
-        })
+        p.is_file()
+            && p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.ends_with(".package.yaml") || n.ends_with(".package.yml")
+            })
     }))
 }
 
@@ -221,7 +262,11 @@ fn shape(dir: &Path) -> Result<Shape, LoadError> {
             packages.push(child);
         }
     }
-    Ok(if packages.is_empty() { Shape::FileBased } else { Shape::Packages(packages) })
+    Ok(if packages.is_empty() {
+        Shape::FileBased
+    } else {
+        Shape::Packages(packages)
+    })
 }
 
 /// Reads one root, collecting issues instead of stopping at them.
@@ -237,7 +282,9 @@ pub fn read_catalog_with(path: &Path, options: ReadOptions) -> Result<Loaded, Lo
     }
     let mut loaded = Loaded::default();
     match shape(path)? {
-        Shape::PackageManifest(file) => package_manifest::read(&[(path.to_path_buf(), file)], &mut loaded, options)?,
+        Shape::PackageManifest(file) => {
+            package_manifest::read(&[(path.to_path_buf(), file)], &mut loaded, options)?
+        }
         Shape::SingleBundle => bundle_layout::read_single(path, &mut loaded)?,
         Shape::BundlePackage => bundle_layout::read(&[path.to_path_buf()], &mut loaded, options)?,
         Shape::Packages(dirs) => {
@@ -255,17 +302,24 @@ pub fn read_catalog_with(path: &Path, options: ReadOptions) -> Result<Loaded, Lo
         Shape::FileBased => {
             let fbc = crate::fbc::read(path)?;
             if fbc.catalog.packages.is_empty() {
-                return Err(LoadError::NotACatalog { path: path.to_path_buf() });
+                return Err(LoadError::NotACatalog {
+                    path: path.to_path_buf(),
+                });
             }
             return Ok(fbc);
         }
     }
-    loaded.issues.sort_by(|a, b| (&a.package, &a.file).cmp(&(&b.package, &b.file)));
+    loaded
+        .issues
+        .sort_by(|a, b| (&a.package, &a.file).cmp(&(&b.package, &b.file)));
     Ok(loaded)
 }
 
 /// Loads bundle folders on every core, keeping input order in the output.
-pub(crate) fn load_parallel(dirs: &[PathBuf], options: ReadOptions) -> Vec<Result<LoadedBundle, BundleError>> {
+pub(crate) fn load_parallel(
+    dirs: &[PathBuf],
+    options: ReadOptions,
+) -> Vec<Result<LoadedBundle, BundleError>> {
     let load = |dir: &PathBuf| {
         windlass_bundle::load_bundle(dir).map(|mut bundle| {
             if !options.keep_manifests {
@@ -275,29 +329,38 @@ pub(crate) fn load_parallel(dirs: &[PathBuf], options: ReadOptions) -> Vec<Resul
             bundle
         })
     };
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(dirs.len()).max(1);
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(dirs.len())
+        .max(1);
     if workers == 1 {
         return dirs.iter().map(load).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<LoadedBundle, BundleError>>> = (0..dirs.len()).map(|_| None).collect();
-    let chunks: Vec<Vec<(usize, Result<LoadedBundle, BundleError>)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let load = &load;
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(dir) = dirs.get(i) else { break };
-                        done.push((i, load(dir)));
-                    }
-                    done
+    let mut results: Vec<Option<Result<LoadedBundle, BundleError>>> =
+        (0..dirs.len()).map(|_| None).collect();
+    let chunks: Vec<Vec<(usize, Result<LoadedBundle, BundleError>)>> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let load = &load;
+                        let mut done = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(dir) = dirs.get(i) else { break };
+                            done.push((i, load(dir)));
+                        }
+                        done
+                    })
                 })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
-    });
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
     for (i, result) in chunks.into_iter().flatten() {
         results[i] = Some(result);
     }
@@ -306,21 +369,33 @@ pub(crate) fn load_parallel(dirs: &[PathBuf], options: ReadOptions) -> Vec<Resul
         .zip(dirs)
         .map(|(r, d)| {
             r.unwrap_or_else(|| {
-                Err(BundleError::Io { path: d.display().to_string(), source: std::io::Error::other("bundle reader thread panicked") })
+                Err(BundleError::Io {
+                    path: d.display().to_string(),
+                    source: std::io::Error::other("bundle reader thread panicked"),
+                })
             })
         })
         .collect()
 }
 
 /// Turns the reader's notes into issues.
-pub(crate) fn note_issues(package: &str, dir: &Path, bundle: &LoadedBundle, issues: &mut Vec<LoadIssue>) {
+pub(crate) fn note_issues(
+    package: &str,
+    dir: &Path,
+    bundle: &LoadedBundle,
+    issues: &mut Vec<LoadIssue>,
+) {
     for note in &bundle.notes {
         let issue = match note {
             LoadNote::DuplicateKey(e) => LoadIssue::new(
                 Severity::Warning,
                 IssueKind::DuplicateKey,
                 Some(package),
-                format!("{}{}", dir.join(&e.file).display(), e.line.map(|l| format!(":{l}")).unwrap_or_default()),
+                format!(
+                    "{}{}",
+                    dir.join(&e.file).display(),
+                    e.line.map(|l| format!(":{l}")).unwrap_or_default()
+                ),
                 format!("{} (the last value is used)", e.message),
             ),
             LoadNote::IgnoredFile(file) => LoadIssue::new(
@@ -348,7 +423,13 @@ pub(crate) fn add_bundle(
     let version = match bundle.csv.version() {
         Ok(v) => v,
         Err(e) => {
-            loaded.issues.push(LoadIssue::new(Severity::Error, IssueKind::BadVersion, Some(&name), csv_path, format!("{e}; bundle left out")));
+            loaded.issues.push(LoadIssue::new(
+                Severity::Error,
+                IssueKind::BadVersion,
+                Some(&name),
+                csv_path,
+                format!("{e}; bundle left out"),
+            ));
             return None;
         }
     };
@@ -359,12 +440,22 @@ pub(crate) fn add_bundle(
             IssueKind::DuplicateBundle,
             Some(&name),
             csv_path,
-            format!("CSV {csv_name} is already added (version {}); this copy is left out", existing.version),
+            format!(
+                "CSV {csv_name} is already added (version {}); this copy is left out",
+                existing.version
+            ),
         ));
         return None;
     }
-    package.bundles.insert(csv_name.clone(), convert::catalog_bundle(&bundle, &name, version, None));
-    loaded.bundles.push(SourceBundle { package: name, dir: dir.to_path_buf(), bundle });
+    package.bundles.insert(
+        csv_name.clone(),
+        convert::catalog_bundle(&bundle, &name, version, None),
+    );
+    loaded.bundles.push(SourceBundle {
+        package: name,
+        dir: dir.to_path_buf(),
+        bundle,
+    });
     Some(csv_name)
 }
 

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{IssueKind, LoadError, LoadIssue, Loaded, ReadOptions, add_bundle, convert, entries, load_parallel};
+use super::{
+    IssueKind, LoadError, LoadIssue, Loaded, ReadOptions, add_bundle, convert, entries,
+    load_parallel,
+};
 use crate::model::{Channel, Package};
 use crate::validate::Severity;
 
@@ -33,16 +36,26 @@ pub struct PackageChannel {
 
 /// Reads and types a package file; errors name the file and field.
 pub fn read_package_file(file: &Path) -> Result<PackageFile, LoadError> {
-    let text = std::fs::read_to_string(file).map_err(|source| LoadError::Io { path: file.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(file).map_err(|source| LoadError::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
     let display = file.display().to_string();
-    let doc = windlass_bundle::yaml::parse_one(&display, &text)?.documents.pop().unwrap_or_default();
+    let doc = windlass_bundle::yaml::parse_one(&display, &text)?
+        .documents
+        .pop()
+        .unwrap_or_default();
     serde_path_to_error::deserialize(&doc).map_err(|e| LoadError::Invalid {
         file: file.to_path_buf(),
         message: format!("{}: {}", e.path(), e.inner()),
     })
 }
 
-pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded, options: ReadOptions) -> Result<(), LoadError> {
+pub(super) fn read(
+    packages: &[(PathBuf, PathBuf)],
+    loaded: &mut Loaded,
+    options: ReadOptions,
+) -> Result<(), LoadError> {
     // Read every package file first, then every version folder of every package in one
     // parallel pass: packages differ wildly in size, so per-package parallelism idles.
     let mut plans = Vec::new();
@@ -51,7 +64,13 @@ pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded, options
         let package_file = match read_package_file(file) {
             Ok(p) => p,
             Err(e) => {
-                loaded.issues.push(LoadIssue::new(Severity::Error, IssueKind::BadPackageFile, None, file.display().to_string(), format!("{e}; package left out")));
+                loaded.issues.push(LoadIssue::new(
+                    Severity::Error,
+                    IssueKind::BadPackageFile,
+                    None,
+                    file.display().to_string(),
+                    format!("{e}; package left out"),
+                ));
                 continue;
             }
         };
@@ -63,13 +82,20 @@ pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded, options
     let mut results = load_parallel(&work, options).into_iter();
     for (dir, file, package_file, range) in plans {
         let name = package_file.package_name.clone();
-        let mut package = Package { name: name.clone(), default_channel: package_file.default_channel.clone(), ..Default::default() };
+        let mut package = Package {
+            name: name.clone(),
+            default_channel: package_file.default_channel.clone(),
+            ..Default::default()
+        };
         let mut entries_by_name = BTreeMap::new();
         for folder in &work[range] {
             match results.next().expect("one result per folder") {
                 Ok(bundle) => {
                     let entry = convert::channel_entry(&bundle);
-                    let head_description = (bundle.csv.spec.description.clone(), bundle.csv.spec.icon.first().cloned());
+                    let head_description = (
+                        bundle.csv.spec.description.clone(),
+                        bundle.csv.spec.icon.first().cloned(),
+                    );
                     if let Some(csv_name) = add_bundle(&mut package, folder, bundle, loaded) {
                         entries_by_name.insert(csv_name, (entry, head_description));
                     }
@@ -85,14 +111,21 @@ pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded, options
         }
         let file_display = file.display().to_string();
         for declared in &package_file.channels {
-            let mut channel = Channel { name: declared.name.clone(), package: name.clone(), entries: Vec::new() };
+            let mut channel = Channel {
+                name: declared.name.clone(),
+                package: name.clone(),
+                entries: Vec::new(),
+            };
             if !entries_by_name.contains_key(&declared.current_csv) {
                 loaded.issues.push(LoadIssue::new(
                     Severity::Error,
                     IssueKind::MissingCurrentCsv,
                     Some(&name),
                     file_display.clone(),
-                    format!("channel {}: currentCSV {} is not in the package folder", declared.name, declared.current_csv),
+                    format!(
+                        "channel {}: currentCSV {} is not in the package folder",
+                        declared.name, declared.current_csv
+                    ),
                 ));
                 continue;
             }
@@ -101,7 +134,9 @@ pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded, options
             let mut seen = BTreeSet::new();
             let mut queue = vec![declared.current_csv.clone()];
             while let Some(current) = queue.pop() {
-                let Some((entry, _)) = entries_by_name.get(&current) else { continue };
+                let Some((entry, _)) = entries_by_name.get(&current) else {
+                    continue;
+                };
                 if !seen.insert(current.clone()) {
                     continue;
                 }
@@ -134,8 +169,16 @@ pub(super) fn read(packages: &[(PathBuf, PathBuf)], loaded: &mut Loaded, options
 
 /// Bundles no channel lists are kept (nothing is lost) and reported.
 pub(super) fn report_unchannelled(package: &Package, dir: &Path, loaded: &mut Loaded) {
-    let listed: BTreeSet<&str> = package.channels.values().flat_map(|c| c.entries.iter().map(|e| e.name.as_str())).collect();
-    for name in package.bundles.keys().filter(|n| !listed.contains(n.as_str())) {
+    let listed: BTreeSet<&str> = package
+        .channels
+        .values()
+        .flat_map(|c| c.entries.iter().map(|e| e.name.as_str()))
+        .collect();
+    for name in package
+        .bundles
+        .keys()
+        .filter(|n| !listed.contains(n.as_str()))
+    {
         loaded.issues.push(LoadIssue::new(
             Severity::Warning,
             IssueKind::NoChannel,

@@ -57,9 +57,18 @@ pub fn print_report(report: &Report, output: &str) -> anyhow::Result<ExitCode> {
         for finding in &report.findings {
             writeln!(out, "{finding}")?;
         }
-        writeln!(out, "{} error(s), {} warning(s)", report.count(Level::Error), report.count(Level::Warning))?;
+        writeln!(
+            out,
+            "{} error(s), {} warning(s)",
+            report.count(Level::Error),
+            report.count(Level::Warning)
+        )?;
     }
-    Ok(if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if report.has_errors() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub fn lint(args: LintArgs) -> anyhow::Result<ExitCode> {
@@ -73,10 +82,19 @@ pub fn lint(args: LintArgs) -> anyhow::Result<ExitCode> {
 /// Writes `bytes` to `path` through a temporary file in the same folder, so a failure leaves
 /// nothing half-written behind.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.partial", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.partial",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("moving {} to {}", tmp.display(), path.display()))
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("moving {} to {}", tmp.display(), path.display()))
 }
 
 pub fn pack(args: PackArgs) -> anyhow::Result<ExitCode> {
@@ -91,9 +109,18 @@ pub fn pack(args: PackArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let (bytes, manifest) = windlass_bundle::pack::pack_bundle(&bundle, &tree)?;
-    let output = args.output.unwrap_or_else(|| PathBuf::from(format!("{}.tgz", manifest.name)));
+    let output = args
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("{}.tgz", manifest.name)));
     write_atomically(&output, &bytes)?;
-    println!("packed {} {} ({} files, {} related images) into {}", manifest.name, manifest.version, manifest.files.len(), manifest.related_images.len(), output.display());
+    println!(
+        "packed {} {} ({} files, {} related images) into {}",
+        manifest.name,
+        manifest.version,
+        manifest.files.len(),
+        manifest.related_images.len(),
+        output.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -116,7 +143,11 @@ mod tests {
     fn pack_writes_a_loadable_archive_for_a_clean_bundle() {
         let dir = bundle_dir(CSV);
         let out = dir.path().join("demo.tgz");
-        let code = pack(PackArgs { dir: dir.path().join("b"), output: Some(out.clone()) }).unwrap();
+        let code = pack(PackArgs {
+            dir: dir.path().join("b"),
+            output: Some(out.clone()),
+        })
+        .unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
         let bundle = windlass_bundle::load_bundle(&out).unwrap();
         assert_eq!(bundle.package(), Some("demo"));
@@ -125,12 +156,23 @@ mod tests {
 
     #[test]
     fn pack_refuses_a_bundle_with_lint_errors_and_writes_nothing() {
-        let dir = bundle_dir(&CSV.replace("  installModes: [{type: AllNamespaces, supported: true}]\n", ""));
+        let dir = bundle_dir(&CSV.replace(
+            "  installModes: [{type: AllNamespaces, supported: true}]\n",
+            "",
+        ));
         let out = dir.path().join("demo.tgz");
-        let code = pack(PackArgs { dir: dir.path().join("b"), output: Some(out.clone()) }).unwrap();
+        let code = pack(PackArgs {
+            dir: dir.path().join("b"),
+            output: Some(out.clone()),
+        })
+        .unwrap();
         assert_eq!(code, ExitCode::from(1));
         assert!(!out.exists());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no partial file left behind");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no partial file left behind"
+        );
     }
 
     #[test]
@@ -138,6 +180,10 @@ mod tests {
         let dir = bundle_dir("kind: [broken\n");
         let report = lint_path(&dir.path().join("b"));
         assert!(report.has_errors());
-        assert!(report.findings[0].message.contains("manifests/csv.yaml:"), "{}", report.findings[0].message);
+        assert!(
+            report.findings[0].message.contains("manifests/csv.yaml:"),
+            "{}",
+            report.findings[0].message
+        );
     }
 }

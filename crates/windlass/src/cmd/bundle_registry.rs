@@ -16,7 +16,12 @@ pub struct RegistryArgs {
     pub plain_http: bool,
     #[arg(long, requires = "password")]
     pub username: Option<String>,
-    #[arg(long, env = "WINDLASS_REGISTRY_PASSWORD", hide_env_values = true, requires = "username")]
+    #[arg(
+        long,
+        env = "WINDLASS_REGISTRY_PASSWORD",
+        hide_env_values = true,
+        requires = "username"
+    )]
     pub password: Option<String>,
     /// A docker config (`config.json`/`auth.json`); defaults to the usual docker and podman places.
     #[arg(long)]
@@ -31,14 +36,25 @@ pub struct RegistryArgs {
 
 impl RegistryArgs {
     pub fn options(&self, reference: &str) -> anyhow::Result<RegistryOptions> {
-        let limits = Limits { max_total_bytes: self.max_bytes, max_files: self.max_files };
+        let limits = Limits {
+            max_total_bytes: self.max_bytes,
+            max_files: self.max_files,
+        };
         let auth = match (&self.username, &self.password) {
-            (Some(username), Some(password)) => Auth::Basic { username: username.clone(), password: password.clone() },
+            (Some(username), Some(password)) => Auth::Basic {
+                username: username.clone(),
+                password: password.clone(),
+            },
             _ => {
-                let registry = oci::parse_reference(reference)?.resolve_registry().to_string();
+                let registry = oci::parse_reference(reference)?
+                    .resolve_registry()
+                    .to_string();
                 let configs = match &self.docker_config {
                     Some(path) => vec![path.clone()],
-                    None => oci::default_docker_configs().into_iter().filter(|p| p.is_file()).collect(),
+                    None => oci::default_docker_configs()
+                        .into_iter()
+                        .filter(|p| p.is_file())
+                        .collect(),
                 };
                 let mut found = Auth::Anonymous;
                 for config in configs {
@@ -50,7 +66,11 @@ impl RegistryArgs {
                 found
             }
         };
-        Ok(RegistryOptions { plain_http: self.plain_http, auth, limits })
+        Ok(RegistryOptions {
+            plain_http: self.plain_http,
+            auth,
+            limits,
+        })
     }
 }
 
@@ -84,7 +104,9 @@ pub struct InspectArgs {
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
 
 pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
@@ -99,12 +121,25 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     if bundle.package().is_none() {
-        bail!("{source}: no package annotation (metadata/annotations.yaml or a package file beside the folder); the image would not name its package");
+        bail!(
+            "{source}: no package annotation (metadata/annotations.yaml or a package file beside the folder); the image would not name its package"
+        );
     }
     let layout = windlass_bundle::pack::bundle_layout_tree(&bundle, &tree);
     let options = args.registry.options(&args.reference)?;
-    let pushed = runtime()?.block_on(oci::push(&layout, &bundle.annotations, &args.reference, &options))?;
-    println!("pushed {} {} to {}@{}", bundle.csv.name(), bundle.csv.spec.version.as_deref().unwrap_or("?"), pushed.reference, pushed.digest);
+    let pushed = runtime()?.block_on(oci::push(
+        &layout,
+        &bundle.annotations,
+        &args.reference,
+        &options,
+    ))?;
+    println!(
+        "pushed {} {} to {}@{}",
+        bundle.csv.name(),
+        bundle.csv.spec.version.as_deref().unwrap_or("?"),
+        pushed.reference,
+        pushed.digest
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -115,14 +150,27 @@ pub fn pull(args: PullArgs) -> anyhow::Result<ExitCode> {
     let options = args.registry.options(&args.reference)?;
     let (bundle, pulled) = runtime()?.block_on(oci::pull_bundle(&args.reference, &options))?;
     write_tree(&args.dir, &pulled.files)?;
-    println!("pulled {} ({}) into {}: {} files", args.reference, pulled.digest, args.dir.display(), pulled.files.files.len());
-    println!("bundle {} version {}", bundle.csv.name(), bundle.csv.spec.version.as_deref().unwrap_or("?"));
+    println!(
+        "pulled {} ({}) into {}: {} files",
+        args.reference,
+        pulled.digest,
+        args.dir.display(),
+        pulled.files.files.len()
+    );
+    println!(
+        "bundle {} version {}",
+        bundle.csv.name(),
+        bundle.csv.spec.version.as_deref().unwrap_or("?")
+    );
     Ok(ExitCode::SUCCESS)
 }
 
 /// Writes a tree below a fresh directory, built beside it and renamed into place at the end.
 fn write_tree(dir: &Path, tree: &windlass_bundle::FileTree) -> anyhow::Result<()> {
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
     let staging = tempfile_dir(parent)?;
     for (path, bytes) in &tree.files {
@@ -136,7 +184,8 @@ fn write_tree(dir: &Path, tree: &windlass_bundle::FileTree) -> anyhow::Result<()
     if dir.exists() {
         std::fs::remove_dir(dir)?;
     }
-    std::fs::rename(&staging, dir).with_context(|| format!("moving {} to {}", staging.display(), dir.display()))
+    std::fs::rename(&staging, dir)
+        .with_context(|| format!("moving {} to {}", staging.display(), dir.display()))
 }
 
 fn tempfile_dir(parent: &Path) -> anyhow::Result<PathBuf> {
@@ -167,7 +216,10 @@ pub fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn summary(bundle: &Bundle, image: Option<&(String, std::collections::BTreeMap<String, String>)>) -> serde_json::Value {
+fn summary(
+    bundle: &Bundle,
+    image: Option<&(String, std::collections::BTreeMap<String, String>)>,
+) -> serde_json::Value {
     let csv = &bundle.csv;
     let provider = provider_display(bundle);
     serde_json::json!({
@@ -199,9 +251,11 @@ fn print_summary(summary: &serde_json::Value) {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => "-".into(),
         serde_json::Value::Array(items) if items.is_empty() => "-".into(),
-        serde_json::Value::Array(items) if items.iter().all(|i| i.is_string()) => {
-            items.iter().filter_map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
-        }
+        serde_json::Value::Array(items) if items.iter().all(|i| i.is_string()) => items
+            .iter()
+            .filter_map(|i| i.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         other => other.to_string(),
     };
     if let Some(map) = summary.as_object() {
@@ -211,13 +265,20 @@ fn print_summary(summary: &serde_json::Value) {
             }
             println!("{key:16} {}", text(value));
         }
-        for (key, heading) in [("relatedImages", "related images"), ("manifests", "manifests")] {
+        for (key, heading) in [
+            ("relatedImages", "related images"),
+            ("manifests", "manifests"),
+        ] {
             if let Some(items) = map[key].as_array().filter(|i| !i.is_empty()) {
                 println!("{heading}:");
                 for item in items {
                     match item {
                         serde_json::Value::String(s) => println!("  {s}"),
-                        other => println!("  {} {}", other["name"].as_str().unwrap_or(""), other["image"].as_str().unwrap_or("")),
+                        other => println!(
+                            "  {} {}",
+                            other["name"].as_str().unwrap_or(""),
+                            other["image"].as_str().unwrap_or("")
+                        ),
                     }
                 }
             }

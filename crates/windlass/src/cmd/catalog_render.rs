@@ -4,8 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use windlass_catalog::load::{LoadIssue, Loaded, ReadOptions, read_catalogs, read_catalogs_with, read_images};
 use windlass_catalog::lint::lint_loaded;
+use windlass_catalog::load::{
+    LoadIssue, Loaded, ReadOptions, read_catalogs, read_catalogs_with, read_images,
+};
 
 #[derive(clap::Args)]
 pub struct RenderArgs {
@@ -29,17 +31,30 @@ pub struct LintArgs {
 }
 
 /// Reads local sources and bundle images into one catalog.
-fn read_sources(sources: &[String], registry: &super::bundle_registry::RegistryArgs) -> anyhow::Result<Loaded> {
-    let (paths, references): (Vec<&String>, Vec<&String>) = sources.iter().partition(|s| std::path::Path::new(s).exists());
+fn read_sources(
+    sources: &[String],
+    registry: &super::bundle_registry::RegistryArgs,
+) -> anyhow::Result<Loaded> {
+    let (paths, references): (Vec<&String>, Vec<&String>) = sources
+        .iter()
+        .partition(|s| std::path::Path::new(s).exists());
     let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
     // Rendering needs no manifests; dropping them early keeps memory near the catalog's size.
-    let mut loaded = read_catalogs_with(&paths, ReadOptions { keep_manifests: false })?;
+    let mut loaded = read_catalogs_with(
+        &paths,
+        ReadOptions {
+            keep_manifests: false,
+        },
+    )?;
     if !references.is_empty() {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let mut images = Vec::new();
         for reference in references {
             let options = registry.options(reference)?;
-            let (bundle, _) = runtime.block_on(windlass_bundle::oci::pull_bundle(reference, &options))?;
+            let (bundle, _) =
+                runtime.block_on(windlass_bundle::oci::pull_bundle(reference, &options))?;
             images.push((bundle, reference.clone()));
         }
         let pulled = read_images(images)?;
