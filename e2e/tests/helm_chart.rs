@@ -133,6 +133,7 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
     for arg in [
         "- manager",
         "- --log-level=info",
+        "- --log-format=json",
         "- --leader-elect=true",
         "- --metrics-bind-address=0.0.0.0:8080",
         "- --health-probe-bind-address=0.0.0.0:8081",
@@ -159,10 +160,11 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
         "--namespace",
         "ops",
         "--set",
-        "logLevel=debug,leaderElection=false,builtInCatalog.enabled=false,metrics.port=9090,health.port=9091,image.tag=dev",
+        "logLevel=windlass=debug\\,kube=info,logFormat=text,leaderElection=false,builtInCatalog.enabled=false,metrics.port=9090,health.port=9091,image.tag=dev",
     ]));
     for arg in [
-        "- --log-level=debug",
+        "- --log-level=windlass=debug,kube=info",
+        "- --log-format=text",
         "- --leader-elect=false",
         "- --metrics-bind-address=0.0.0.0:9090",
         "- --health-probe-bind-address=0.0.0.0:9091",
@@ -173,6 +175,25 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
         assert!(
             custom.contains(arg),
             "custom render lacks `{arg}`:\n{custom}"
+        );
+    }
+
+    // values.schema.json refuses values the manager would reject at start.
+    for bad in [
+        "logFormat=xml",
+        "metrics.port=70000",
+        "image.pullPolicy=Sometimes",
+        "unknownKey=1",
+    ] {
+        let output = helm()
+            .args(["template", "windlass", &chart, "--set", bad])
+            .output()
+            .expect("running helm");
+        assert!(!output.status.success(), "`--set {bad}` rendered");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("schema"),
+            "`--set {bad}` failed for another reason: {}",
+            String::from_utf8_lossy(&output.stderr)
         );
     }
 
@@ -444,6 +465,7 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         [
             "manager".to_string(),
             "--log-level=debug".into(),
+            "--log-format=json".into(),
             "--leader-elect=true".into(),
             "--metrics-bind-address=0.0.0.0:8080".into(),
             "--health-probe-bind-address=0.0.0.0:8081".into(),
