@@ -133,14 +133,15 @@ mod tests {
     fn table() {
         use RollbackReason::*;
         // (installed, target, history, reason, force, expected: Ok(forced) or Err(reason))
-        let cases: &[(
-            &str,
-            &str,
-            &[&str],
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            &'a [&'a str],
             RollbackReason,
             bool,
-            Result<bool, &str>,
-        )] = &[
+            Result<bool, &'a str>,
+        );
+        let cases: &[Case] = &[
             ("1.2.4", "1.2.3", &["1.2.3"], Manual, false, Ok(false)),
             (
                 "1.3.0",

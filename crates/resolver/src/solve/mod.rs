@@ -56,7 +56,7 @@ pub struct Resolver<'c> {
 }
 
 /// Resolve one request against one catalog (builds a [`Resolver`] each call).
-pub fn resolve(catalog: &Catalog, request: &Request) -> Result<Plan, Unsatisfiable> {
+pub fn resolve(catalog: &Catalog, request: &Request) -> Result<Plan, Box<Unsatisfiable>> {
     Resolver::new(catalog).resolve(request)
 }
 
@@ -92,7 +92,7 @@ impl<'c> Resolver<'c> {
     }
 
     /// The bundles to install, upgrade or keep, in dependency order; or why none fit.
-    pub fn resolve(&self, request: &Request) -> Result<Plan, Unsatisfiable> {
+    pub fn resolve(&self, request: &Request) -> Result<Plan, Box<Unsatisfiable>> {
         let compiled = self.compile(request);
         let lists = compiled.lists();
         let mut state = State::new(&self.index);
@@ -106,7 +106,7 @@ impl<'c> Resolver<'c> {
         if search::search(&self.index, &lists, &mut state, &mut obs, &mut stats) {
             Ok(plan::build(&self.index, &compiled, &state, stats))
         } else {
-            Err(explain::explain(&self.index, &compiled))
+            Err(Box::new(explain::explain(&self.index, &compiled)))
         }
     }
 

@@ -33,7 +33,7 @@ fn steps(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
-fn run(b: &CatalogBuilder, request: Request) -> Result<Plan, Unsatisfiable> {
+fn run(b: &CatalogBuilder, request: Request) -> Result<Plan, Box<Unsatisfiable>> {
     resolve(&b.build(), &request)
 }
 
