@@ -516,6 +516,13 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
     let resources = manager.resources.unwrap();
     assert_eq!(resources.limits.unwrap()["memory"].0, "300Mi");
     assert_eq!(resources.requests.unwrap()["cpu"].0, "75m");
+    let mounts = manager.volume_mounts.clone().unwrap_or_default();
+    assert!(
+        mounts
+            .iter()
+            .any(|m| m.mount_path == "/tmp" && m.name == "tmp"),
+        "the read-only manager has a writable /tmp: {mounts:?}"
+    );
     let security = manager.security_context.unwrap();
     assert_eq!(security.read_only_root_filesystem, Some(true));
     assert_eq!(security.allow_privilege_escalation, Some(false));
