@@ -93,16 +93,6 @@ fn every_corpus_crd_converts_to_structural_v1_and_is_a_fixed_point() {
         };
         if !converted.changes.is_empty() {
             changed += 1;
-            if crd["apiVersion"] == crd::API_V1 && std::env::var("H3DBG").is_ok() {
-                eprintln!(
-                    "{file}: {:?}",
-                    converted
-                        .changes
-                        .iter()
-                        .map(|c| c.to_string())
-                        .collect::<Vec<_>>()
-                );
-            }
         }
         for c in &converted.changes {
             let rule: String = c

@@ -243,11 +243,11 @@ fn nested_single(
     spath: &str,
 ) -> Outcome {
     strip(w, b, jpath);
+    nested(w, b, s, jpath, spath);
     if b.is_empty() {
         w.record(jpath, "removed", "nothing v1 allows was left in it");
         return Outcome::Remove;
     }
-    nested(w, b, s, jpath, spath);
     Outcome::Keep
 }
 
@@ -265,6 +265,7 @@ fn nested_list(
         let Some(b) = b.as_object_mut() else { continue };
         typed |= b.contains_key("type");
         strip(w, b, &format!("{jpath}[{i}]"));
+        nested(w, b, s, &format!("{jpath}[{i}]"), spath);
     }
     if j == "allOf" {
         branches.retain(|b| b.as_object().is_some_and(|m| !m.is_empty()));
@@ -283,11 +284,6 @@ fn nested_list(
             "a branch was left with nothing v1 allows, so it accepts any value",
         );
         return Outcome::Remove;
-    }
-    for (i, b) in branches.iter_mut().enumerate() {
-        if let Some(b) = b.as_object_mut() {
-            nested(w, b, s, &format!("{jpath}[{i}]"), spath);
-        }
     }
     if j == "oneOf" && (discriminated || typed) {
         return Outcome::RenameToAnyOf;
