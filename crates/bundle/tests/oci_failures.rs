@@ -12,6 +12,9 @@ use windlass_bundle::oci::{OciError, RegistryOptions, pull, pull_bundle};
 use windlass_bundle::unpack::UnpackError;
 use windlass_bundle::{FileTree, Limits};
 
+/// Path -> (status, headers, body).
+type Routes = BTreeMap<String, (u16, Vec<(String, String)>, Vec<u8>)>;
+
 struct Response {
     status: u16,
     headers: Vec<(String, String)>,
@@ -19,7 +22,7 @@ struct Response {
 }
 
 /// Serves `routes` (path -> response); unknown paths get 404. Returns `127.0.0.1:PORT`.
-async fn serve(routes: BTreeMap<String, (u16, Vec<(String, String)>, Vec<u8>)>) -> String {
+async fn serve(routes: Routes) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let routes = Arc::new(routes);
@@ -81,11 +84,7 @@ fn sha(bytes: &[u8]) -> String {
 
 /// A registry holding `demo:1` with one layer of `media_type`; the blob served is `served`
 /// while the manifest promises `layer`.
-fn image(
-    layer: &[u8],
-    served: &[u8],
-    media_type: &str,
-) -> BTreeMap<String, (u16, Vec<(String, String)>, Vec<u8>)> {
+fn image(layer: &[u8], served: &[u8], media_type: &str) -> Routes {
     let config = br#"{"architecture":"amd64","os":"linux","config":{"Labels":{"operators.operatorframework.io.bundle.package.v1":"demo"}},"rootfs":{"type":"layers","diff_ids":[]}}"#.to_vec();
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2,

@@ -10,6 +10,15 @@ use super::{
 use crate::model::{Channel, Package};
 use crate::validate::Severity;
 
+/// The newest bundle seen so far: its version, default channel, description and icon, which
+/// become the package's.
+type Newest = Option<(
+    semver::Version,
+    Option<String>,
+    Option<String>,
+    Option<serde_json::Value>,
+)>;
+
 pub(super) fn read(
     packages: &[PathBuf],
     loaded: &mut Loaded,
@@ -35,12 +44,7 @@ pub(super) fn read(
             name: folder_name.clone(),
             ..Default::default()
         };
-        let mut newest: Option<(
-            semver::Version,
-            Option<String>,
-            Option<String>,
-            Option<serde_json::Value>,
-        )> = None;
+        let mut newest: Newest = None;
         for folder in &work[range] {
             let bundle = match results.next().expect("one result per folder") {
                 Ok(b) => b,
@@ -113,17 +117,11 @@ pub(crate) fn apply_semver_mode(package: &mut Package) {
 
 /// Adds one bundle and its channel entries; the newest bundle's default channel and
 /// description become the package's.
-#[allow(clippy::type_complexity)]
 fn place(
     package: &mut Package,
     folder: &Path,
     bundle: windlass_bundle::Bundle,
-    newest: &mut Option<(
-        semver::Version,
-        Option<String>,
-        Option<String>,
-        Option<serde_json::Value>,
-    )>,
+    newest: &mut Newest,
     loaded: &mut Loaded,
 ) {
     if let Some(declared) = bundle.package()
@@ -219,18 +217,8 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
 /// catalog bundle records the image it came from.
 pub fn read_images(images: Vec<(windlass_bundle::Bundle, String)>) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
-    let mut packages: std::collections::BTreeMap<
-        String,
-        (
-            Package,
-            Option<(
-                semver::Version,
-                Option<String>,
-                Option<String>,
-                Option<serde_json::Value>,
-            )>,
-        ),
-    > = std::collections::BTreeMap::new();
+    let mut packages: std::collections::BTreeMap<String, (Package, Newest)> =
+        std::collections::BTreeMap::new();
     for (bundle, image) in images {
         let name = bundle
             .package()
