@@ -528,6 +528,76 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
     assert_eq!(security.allow_privilege_escalation, Some(false));
     assert_eq!(security.capabilities.unwrap().drop.unwrap(), ["ALL"]);
 
+    // The apiserver agrees: as the chart's ServiceAccount, the manager may do what installing
+    // an operator takes, and grant an operator a permission it does not hold itself.
+    let manager = format!("system:serviceaccount:{}:{full}", ns.name);
+    let can = |verb: &str, resource: &str, namespace: Option<&str>| {
+        let mut command = kubectl();
+        command.args(["auth", "can-i", verb, resource, "--as", &manager]);
+        match namespace {
+            Some(ns) => command.args(["--namespace", ns]),
+            None => command.arg("--all-namespaces"),
+        };
+        let output = command.output().expect("running kubectl auth can-i");
+        String::from_utf8_lossy(&output.stdout).trim() == "yes"
+    };
+    for (verb, resource) in [
+        ("create", "deployments.apps"),
+        ("patch", "customresourcedefinitions.apiextensions.k8s.io"),
+        ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
+        ("patch", "clusterserviceversions.windlass.dev"),
+        (
+            "delete",
+            "validatingwebhookconfigurations.admissionregistration.k8s.io",
+        ),
+    ] {
+        assert!(
+            can(verb, resource, None),
+            "the manager may not {verb} {resource}"
+        );
+    }
+    assert!(can("update", "leases.coordination.k8s.io", Some(&ns.name)));
+    assert!(
+        !can("update", "leases.coordination.k8s.io", Some("default")),
+        "Leases only in its own namespace"
+    );
+    for (verb, resource) in [
+        ("get", "nodes"),
+        ("delete", "pods"),
+        ("create", "pods/exec"),
+        ("delete", "namespaces"),
+    ] {
+        assert!(
+            !can(verb, resource, None),
+            "the manager may {verb} {resource}, which it never needs"
+        );
+    }
+    let operator_role = format!("{release}-operator");
+    run_ok(kubectl().args([
+        "create",
+        "role",
+        &operator_role,
+        "--verb=create",
+        "--resource=pods/exec",
+        "--namespace",
+        &ns.name,
+        "--as",
+        &manager,
+    ]));
+    run_ok(kubectl().args([
+        "create",
+        "rolebinding",
+        &operator_role,
+        "--role",
+        &operator_role,
+        "--serviceaccount",
+        &format!("{}:default", ns.name),
+        "--namespace",
+        &ns.name,
+        "--as",
+        &manager,
+    ]));
+
     let service = services.get(&format!("{full}-metrics")).await.unwrap();
     let service_spec = service.spec.unwrap();
     let port = &service_spec.ports.unwrap()[0];
