@@ -7,6 +7,7 @@ E2E := e2e/scripts
 CARGO ?= cargo
 # Where `make cluster` keeps its state; tests find the cluster through the same variable.
 export WINDLASS_CLUSTER_DIR ?= $(or $(TMPDIR),/tmp)/windlass-cluster
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 
 .PHONY: help
 help: ## List the targets
@@ -38,8 +39,9 @@ unit: ## Unit and library tests (no cluster needed)
 	$(CARGO) test --workspace --exclude windlass-e2e
 
 .PHONY: e2e
-e2e: ## End-to-end tests against the local control plane (starts it if needed)
-	$(E2E)/with-cluster.sh $(CARGO) test -p windlass-e2e -- --test-threads=4
+e2e: ## End-to-end tests against the local control plane (starts it and the manager if needed)
+	$(CARGO) build -p windlass
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass $(E2E)/with-cluster.sh $(CARGO) test -p windlass-e2e -- --test-threads=4
 
 .PHONY: test
 test: ## Every test: unit, corpus and end-to-end (starts and stops the local control plane)

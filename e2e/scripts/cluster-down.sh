@@ -16,6 +16,7 @@ stop() { # name grace-seconds
   fi
   rm -f "$pid_file"
 }
+stop manager 5
 for name in kwok kube-scheduler kube-controller-manager; do stop "$name" 5; done
 stop kube-apiserver 3
 stop etcd 5

@@ -11,4 +11,7 @@ cleanup() { if [[ $started -eq 1 && -z "${WINDLASS_KEEP_CLUSTER:-}" ]]; then "$E
 trap cleanup EXIT
 set -a; source "$STATE_DIR/cluster.env"; set +a
 export PATH="$WINDLASS_TOOLS_PATH:$PATH"
+if [[ -n "${WINDLASS_MANAGER_BIN:-}" ]]; then
+  "$E2E_DIR/scripts/manager-restart.sh" "$WINDLASS_MANAGER_BIN"
+fi
 "$@"

@@ -278,3 +278,25 @@ mod tests {
         }
     }
 }
+
+/// Panics with how to start it unless the windlass manager started by `make e2e` is running.
+pub fn require_manager() {
+    let pid_file = state_dir().join("pids/manager");
+    let running = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|pid| pid.trim().parse::<u32>().ok())
+        .is_some_and(|pid| PathBuf::from(format!("/proc/{pid}")).exists());
+    if !running {
+        panic!(
+            "the windlass manager is not running against the local control plane; run the tests with `make e2e`, \
+             or start it with `e2e/scripts/manager-restart.sh target/debug/windlass`"
+        );
+    }
+}
+
+/// The manager's log, for a failing test to show.
+pub fn manager_log_tail(lines: usize) -> String {
+    let log = std::fs::read_to_string(state_dir().join("logs/manager.log")).unwrap_or_default();
+    let all: Vec<&str> = log.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

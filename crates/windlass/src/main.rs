@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cmd;
+mod manager;
 
 #[derive(Parser)]
 #[command(name = "windlass", version, about = "Operator lifecycle manager for Kubernetes")]
@@ -21,6 +22,8 @@ enum Command {
     /// Read, lint, render and explore catalogs of bundles.
     #[command(subcommand)]
     Catalog(cmd::catalog::CatalogCommand),
+    /// Run the windlass controllers against a cluster.
+    Manager(manager::ManagerArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bundle(command) => cmd::bundle::run(command),
         Command::Catalog(command) => cmd::catalog::run(command),
+        Command::Manager(args) => manager::run(args),
     };
     match result {
         Ok(code) => code,

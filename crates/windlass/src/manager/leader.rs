@@ -1,0 +1,153 @@
+//! Leader election on a coordination.k8s.io Lease: one replica reconciles, the others wait.
+//! The holder renews the Lease; a candidate takes it over only once it has expired, and every
+//! update is guarded by the Lease's resourceVersion, so two replicas never both win.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use k8s_openapi::{
+    api::coordination::v1::{Lease as LeaseObject, LeaseSpec},
+    apimachinery::pkg::apis::meta::v1::MicroTime,
+    jiff::{SignedDuration, Timestamp},
+};
+use kube::{Api, Client, api::{ObjectMeta, PostParams}};
+use tokio::sync::watch;
+use tracing::debug;
+
+const LEASE_DURATION: Duration = Duration::from_secs(30);
+const RENEW_EVERY: Duration = Duration::from_secs(10);
+const RETRY_EVERY: Duration = Duration::from_secs(5);
+
+pub struct Lease {
+    api: Api<LeaseObject>,
+    name: String,
+    identity: String,
+}
+
+/// Proof of leadership; `keep` renews it until shutdown, or fails when it is lost.
+pub struct Held {
+    lease: Lease,
+}
+
+/// Whether a Lease may be taken by `identity` at `now`.
+fn may_take(spec: &LeaseSpec, identity: &str, now: Timestamp) -> bool {
+    let holder = spec.holder_identity.as_deref().unwrap_or_default();
+    if holder.is_empty() || holder == identity {
+        return true;
+    }
+    let duration = SignedDuration::from_secs(i64::from(spec.lease_duration_seconds.unwrap_or(LEASE_DURATION.as_secs() as i32)));
+    match &spec.renew_time {
+        Some(renewed) => now.duration_since(renewed.0) > duration,
+        None => true,
+    }
+}
+
+impl Lease {
+    pub fn new(client: Client, namespace: &str, name: &str) -> Lease {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "windlass".into());
+        Lease {
+            api: Api::namespaced(client, namespace),
+            name: name.to_string(),
+            identity: format!("{host}_{}", std::process::id()),
+        }
+    }
+
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Waits until this replica holds the Lease; `None` when shut down first.
+    pub async fn acquire(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<Option<Held>> {
+        loop {
+            if self.try_take().await? {
+                return Ok(Some(Held { lease: self }));
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(RETRY_EVERY) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return Ok(None),
+            }
+        }
+    }
+
+    /// One attempt to create, renew or take over the Lease. Conflicts mean someone else won.
+    async fn try_take(&self) -> anyhow::Result<bool> {
+        let now = Timestamp::now();
+        let existing = self.api.get_opt(&self.name).await.context("reading the leader-election Lease")?;
+        let spec = |transitions: i32, acquired: Option<MicroTime>| LeaseSpec {
+            holder_identity: Some(self.identity.clone()),
+            lease_duration_seconds: Some(LEASE_DURATION.as_secs() as i32),
+            acquire_time: acquired.or(Some(MicroTime(now))),
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(transitions),
+            ..Default::default()
+        };
+        let result = match existing {
+            None => {
+                let lease = LeaseObject {
+                    metadata: ObjectMeta { name: Some(self.name.clone()), ..Default::default() },
+                    spec: Some(spec(0, None)),
+                };
+                self.api.create(&PostParams::default(), &lease).await
+            }
+            Some(mut lease) => {
+                let current = lease.spec.clone().unwrap_or_default();
+                if !may_take(&current, &self.identity, now) {
+                    debug!(holder = ?current.holder_identity, "lease held by another replica");
+                    return Ok(false);
+                }
+                let ours = current.holder_identity.as_deref() == Some(self.identity.as_str());
+                let transitions = current.lease_transitions.unwrap_or(0) + i32::from(!ours);
+                lease.spec = Some(spec(transitions, if ours { current.acquire_time } else { None }));
+                // replace() sends the resourceVersion we read: a concurrent writer makes it fail.
+                self.api.replace(&self.name, &PostParams::default(), &lease).await
+            }
+        };
+        match result {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+            Err(e) => Err(e).context("writing the leader-election Lease"),
+        }
+    }
+}
+
+impl Held {
+    /// Renews the Lease until shutdown; returns an error when leadership is lost.
+    pub async fn keep(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        let mut last_renewed = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(RENEW_EVERY) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            }
+            match self.lease.try_take().await {
+                Ok(true) => last_renewed = tokio::time::Instant::now(),
+                Ok(false) => bail!("another replica holds the Lease {}", self.lease.name),
+                Err(error) if last_renewed.elapsed() < LEASE_DURATION => debug!(%error, "renewal failed; retrying"),
+                Err(error) => return Err(error).context("could not renew the Lease before it expired"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(holder: &str, renewed_seconds_ago: i64, now: Timestamp) -> LeaseSpec {
+        LeaseSpec {
+            holder_identity: Some(holder.into()),
+            lease_duration_seconds: Some(30),
+            renew_time: Some(MicroTime(now - SignedDuration::from_secs(renewed_seconds_ago))),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_live_lease_of_another_replica_is_not_taken_but_an_expired_one_is() {
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        assert!(!may_take(&spec("other", 5, now), "me", now));
+        assert!(may_take(&spec("other", 31, now), "me", now));
+        assert!(may_take(&spec("me", 5, now), "me", now));
+        assert!(may_take(&LeaseSpec::default(), "me", now));
+    }
+}

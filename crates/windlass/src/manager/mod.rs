@@ -1,0 +1,169 @@
+//! `windlass manager`: every controller in one process, with leader election, metrics, health
+//! endpoints and graceful shutdown.
+
+mod http;
+mod leader;
+mod metrics;
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::{Context as _, bail};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Api, Client, Config, config::{KubeConfigOptions, Kubeconfig}};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+#[derive(clap::Args)]
+pub struct ManagerArgs {
+    /// Kubeconfig to use out of cluster; in cluster (and by default) the usual discovery applies.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The namespace the manager runs in (leader-election Lease, pull secrets).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "windlass-system")]
+    pub namespace: String,
+    /// Only one replica reconciles at a time; the others wait on a coordination Lease.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub metrics_bind_address: SocketAddr,
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub health_probe_bind_address: SocketAddr,
+    /// trace, debug, info, warn or error (or a tracing filter such as `windlass=debug,kube=info`).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Do not serve the sample catalog compiled into the manager.
+    #[arg(long)]
+    pub no_builtin_catalog: bool,
+}
+
+/// The CRDs each controller needs Established before it starts.
+const CSV_CRD: &str = "clusterserviceversions.windlass.dev";
+
+pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
+    init_logging(&args.log_level, &args.log_format)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(run_async(args))?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn init_logging(level: &str, format: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(level).with_context(|| format!("--log-level {level:?}"))?;
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    if format == "json" { builder.json().init() } else { builder.init() }
+    Ok(())
+}
+
+async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
+        }
+        None => Config::infer().await.context("no kubeconfig and not in a cluster")?,
+    };
+    Ok(Client::try_from(config)?)
+}
+
+async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
+    let client = client(args.kubeconfig.as_ref()).await?;
+    let version = client.apiserver_version().await.context("the apiserver does not answer")?;
+    info!(server = %version.git_version, namespace = %args.namespace, "windlass manager starting");
+    if args.no_builtin_catalog {
+        info!("built-in catalog disabled");
+    }
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let state = Arc::new(http::State::default());
+    let registry = metrics::Registry::new();
+    tokio::spawn(http::serve(args.health_probe_bind_address, http::Endpoint::Health, state.clone(), registry.clone(), shutdown_rx.clone()));
+    tokio::spawn(http::serve(args.metrics_bind_address, http::Endpoint::Metrics, state.clone(), registry.clone(), shutdown_rx.clone()));
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        info!("shutting down");
+        let _ = shutdown_tx.send(true);
+    });
+
+    let mut leadership = None;
+    if args.leader_elect {
+        let lease = leader::Lease::new(client.clone(), &args.namespace, "windlass-manager");
+        info!(identity = %lease.identity(), "waiting for leadership");
+        match lease.acquire(shutdown_rx.clone()).await? {
+            Some(held) => leadership = Some(held),
+            None => return Ok(()),
+        }
+        info!("became leader");
+    }
+
+    wait_established(&client, CSV_CRD, shutdown_rx.clone()).await?;
+    state.set_ready(true);
+    let csv_metrics = registry.controller("clusterserviceversion");
+    let csv_shutdown = until_shutdown(shutdown_rx.clone());
+    let controllers = windlass_csv_controller::run(client.clone(), csv_metrics, csv_shutdown);
+    match leadership {
+        Some(held) => {
+            tokio::select! {
+                () = controllers => {}
+                lost = held.keep(shutdown_rx.clone()) => {
+                    if let Err(error) = lost {
+                        // Another replica may already be reconciling: stop at once rather than
+                        // race it, and let the Deployment restart us as a follower.
+                        bail!("lost leadership: {error:#}");
+                    }
+                }
+            }
+        }
+        None => controllers.await,
+    }
+    info!("stopped");
+    Ok(())
+}
+
+fn until_shutdown(mut shutdown: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = shutdown.wait_for(|stop| *stop).await;
+        let _ = tx.send(());
+    });
+    async move {
+        let _ = rx.await;
+    }
+}
+
+async fn wait_established(client: &Client, name: &str, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    let mut warned = false;
+    loop {
+        if *shutdown.borrow() {
+            bail!("shut down while waiting for CRD {name}");
+        }
+        let established = crds.get_opt(name).await?.is_some_and(|crd| {
+            crd.status.and_then(|s| s.conditions).is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+        });
+        if established {
+            return Ok(());
+        }
+        if !warned {
+            warn!(crd = name, "waiting for the CRD to be Established (install config/crd or the Helm chart)");
+            warned = true;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing a SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# (Re)starts the windlass manager against the local control plane, out of cluster, with the
+# windlass CRDs applied first. The manager is stopped by cluster-down. Usage: manager-restart.sh BIN
+source "$(dirname "$0")/lib.sh"
+bin="${1:?usage: manager-restart.sh PATH-TO-windlass-BINARY}"
+[[ -x "$bin" ]] || die "$bin is not built (cargo build -p windlass)"
+[[ -f "$STATE_DIR/cluster.env" ]] || die "the local control plane is not running (make cluster)"
+set -a; source "$STATE_DIR/cluster.env"; set +a
+kubectl="$(tool_dir kubernetes)/kubectl"
+
+pid_file="$STATE_DIR/pids/manager"
+if [[ -f "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
+  kill -TERM "$(cat "$pid_file")" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$(cat "$pid_file")" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$(cat "$pid_file")" 2>/dev/null || true
+fi
+
+"$kubectl" apply --server-side --force-conflicts --field-manager windlass-e2e -f "$REPO_DIR/config/crd" >/dev/null
+"$kubectl" wait --for=condition=Established -f "$REPO_DIR/config/crd" --timeout=60s >/dev/null
+
+metrics_port=$(free_port); health_port=$(free_port "$metrics_port")
+setsid "$bin" manager --kubeconfig "$KUBECONFIG" --namespace default --log-level "${WINDLASS_LOG:-info,kube=warn}" \
+  --metrics-bind-address "127.0.0.1:$metrics_port" --health-probe-bind-address "127.0.0.1:$health_port" \
+  >>"$STATE_DIR/logs/manager.log" 2>&1 </dev/null &
+echo $! >"$pid_file"
+echo "WINDLASS_MANAGER_METRICS=127.0.0.1:$metrics_port" >"$STATE_DIR/manager.env"
+echo "WINDLASS_MANAGER_HEALTH=127.0.0.1:$health_port" >>"$STATE_DIR/manager.env"
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$health_port/readyz" >/dev/null && { log "manager ready (log: $STATE_DIR/logs/manager.log)"; exit 0; }
+  kill -0 "$(cat "$pid_file")" 2>/dev/null || die "the manager exited; see $STATE_DIR/logs/manager.log"
+  sleep 0.2
+done
+die "the manager did not become ready within 20 s; see $STATE_DIR/logs/manager.log"
