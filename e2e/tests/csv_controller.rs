@@ -26,18 +26,14 @@ fn bundle(path: &str) -> windlass_bundle::Bundle {
 
 /// Applies the newest acme-db CRD (v1 and the served v1alpha1). CRDs are cluster-scoped and
 /// tests run in parallel, so every test applies the same definition, one every version accepts.
-fn apply_acme_db_crd() {
-    apply_crds(&bundle("bundles/acme-db/1.1.1"));
+async fn apply_acme_db_crd(client: &Client) {
+    apply_crds(client, &bundle("bundles/acme-db/1.1.1")).await;
 }
 
 /// Applies the bundle's CRDs (the Blueprint's job; done by hand until it exists).
-fn apply_crds(bundle: &windlass_bundle::Bundle) {
+async fn apply_crds(client: &Client, bundle: &windlass_bundle::Bundle) {
     for manifest in bundle.manifests.iter().filter(|m| m.object["kind"] == "CustomResourceDefinition") {
-        let file = std::env::temp_dir().join(windlass_testkit::unique_name("crd")).with_extension("json");
-        std::fs::write(&file, serde_json::to_vec(&manifest.object).unwrap()).unwrap();
-        run_ok(kubectl().args(["apply", "--server-side", "--force-conflicts", "--field-manager", "windlass-e2e", "-f"]).arg(&file));
-        run_ok(kubectl().args(["wait", "--for=condition=Established", "--timeout=60s", "-f"]).arg(&file));
-        let _ = std::fs::remove_file(file);
+        windlass_testkit::apply_crd(client, &manifest.object).await;
     }
 }
 
@@ -87,7 +83,7 @@ async fn setup(prefix: &str) -> (Client, TestNamespace, Api<ClusterServiceVersio
 async fn csv_installs_rbac_and_deployments_and_deleting_it_removes_everything() {
     let (client, ns, api) = setup("csv-install").await;
     let db = bundle("bundles/acme-db/1.0.0");
-    apply_acme_db_crd();
+    apply_acme_db_crd(&client).await;
     let csv = api.create(&PostParams::default(), &windlass_csv(&db, &[&ns.name], |_| {})).await.unwrap();
     let succeeded = wait_phase(&api, &csv.name_any(), CsvPhase::Succeeded).await;
     assert_eq!(succeeded.status.as_ref().unwrap().reason, "InstallSucceeded");
@@ -135,9 +131,9 @@ async fn csv_installs_rbac_and_deployments_and_deleting_it_removes_everything() 
 /// the crash-looping pod's state in the message.
 #[tokio::test]
 async fn csv_with_a_crash_looping_operator_fails_with_the_pod_state() {
-    let (_client, ns, api) = setup("csv-broken").await;
+    let (client, ns, api) = setup("csv-broken").await;
     let broken = bundle("bundles/acme-db/1.1.1");
-    apply_acme_db_crd();
+    apply_acme_db_crd(&client).await;
     let csv = api.create(&PostParams::default(), &windlass_csv(&broken, &[&ns.name], |_| {})).await.unwrap();
     let failed = wait_phase(&api, &csv.name_any(), CsvPhase::Failed).await;
     let status = failed.status.unwrap();
@@ -151,7 +147,7 @@ async fn csv_with_a_crash_looping_operator_fails_with_the_pod_state() {
 async fn csv_with_unmet_requirements_stays_pending_and_installs_nothing() {
     let (client, ns, api) = setup("csv-pending").await;
     let db = bundle("bundles/acme-db/1.0.0");
-    apply_acme_db_crd();
+    apply_acme_db_crd(&client).await;
     let too_new = windlass_csv(&db, &[&ns.name], |d| d["spec"]["minKubeVersion"] = json!("99.0.0"));
     let mut missing_crd = windlass_csv(&db, &[&ns.name], |d| {
         d["spec"]["customresourcedefinitions"]["required"] =
@@ -177,7 +173,7 @@ async fn replacing_csv_adopts_the_deployment_in_place_and_the_old_one_is_removed
     let (client, ns, api) = setup("csv-replace").await;
     let old = bundle("bundles/acme-db/1.0.0");
     let new = bundle("bundles/acme-db/1.0.1");
-    apply_acme_db_crd();
+    apply_acme_db_crd(&client).await;
     let old_csv = api.create(&PostParams::default(), &windlass_csv(&old, &[&ns.name], |_| {})).await.unwrap();
     wait_phase(&api, &old_csv.name_any(), CsvPhase::Succeeded).await;
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
@@ -212,7 +208,7 @@ async fn csv_with_webhooks_gets_a_service_certificate_and_webhook_configurations
     // Only this test uses the gateway CRD; start from the bundle's definition, not from the
     // conversion settings an earlier run's CSV patched in.
     run_ok(kubectl().args(["delete", "crd", "gateways.acme.windlass.dev", "--ignore-not-found", "--wait"]));
-    apply_crds(&gateway);
+    apply_crds(&client, &gateway).await;
     let csv = api.create(&PostParams::default(), &windlass_csv(&gateway, &[], |_| {})).await.unwrap();
     wait_phase(&api, &csv.name_any(), CsvPhase::Succeeded).await;
 

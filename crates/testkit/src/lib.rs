@@ -300,3 +300,26 @@ pub fn manager_log_tail(lines: usize) -> String {
     let all: Vec<&str> = log.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
+
+/// Applies a CRD as a bundle ships it (server-side, the empty `status` dropped) and waits until
+/// it is Established. CRDs are the Blueprint's to apply; tests of the CSV controller use this.
+pub async fn apply_crd(client: &Client, crd: &serde_json::Value) -> String {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Patch, PatchParams};
+    let mut crd = crd.clone();
+    if let Some(object) = crd.as_object_mut() {
+        object.remove("status");
+    }
+    let name = crd["metadata"]["name"].as_str().unwrap_or_else(|| panic!("CRD without a name: {crd}")).to_string();
+    let api = Api::<CustomResourceDefinition>::all(client.clone());
+    api.patch(&name, &PatchParams::apply("windlass-e2e").force(), &Patch::Apply(&crd))
+        .await
+        .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
+    wait_until(&format!("CRD {name} to be Established"), Duration::from_secs(60), || async {
+        api.get(&name).await.ok().and_then(|c| c.status).and_then(|s| s.conditions).is_some_and(|c| {
+            c.iter().any(|c| c.type_ == "Established" && c.status == "True")
+        })
+    })
+    .await;
+    name
+}
