@@ -19,7 +19,7 @@ use k8s_openapi::api::{
     rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{Api, Client};
-use serde_json::Value;
+use serde_json::{Value, json};
 use windlass_testkit::{TestNamespace, helm, kubectl, run_ok, unique_name, wait_for};
 
 fn repo_root() -> PathBuf {
@@ -281,6 +281,87 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
     assert!(rendered.contains("What this means for a cluster admin"));
 }
 
+/// What installing a sample bundle creates, shaped as the CSV controller shapes it (names
+/// prefixed so they never meet a real install): ServiceAccounts, Roles and ClusterRoles with the
+/// bundle's arbitrary rules and their bindings, Deployments, webhook Services, Secrets and
+/// configurations. A `List` for `kubectl apply`.
+fn install_objects(bundle: &windlass_bundle::Bundle, namespace: &str, prefix: &str) -> Value {
+    let csv = &bundle.csv;
+    let strategy = csv
+        .spec
+        .install
+        .as_ref()
+        .and_then(|i| i.spec.as_ref())
+        .expect("a deployment install strategy");
+    let rbac = "rbac.authorization.k8s.io/v1";
+    let mut items = Vec::new();
+    for (i, p) in strategy
+        .permissions
+        .iter()
+        .chain(&strategy.cluster_permissions)
+        .enumerate()
+    {
+        let cluster = i >= strategy.permissions.len();
+        let (role, binding) = if cluster {
+            ("ClusterRole", "ClusterRoleBinding")
+        } else {
+            ("Role", "RoleBinding")
+        };
+        let name = format!("{prefix}-{}-{i}", p.service_account_name);
+        let meta = if cluster {
+            json!({"name": name})
+        } else {
+            json!({"name": name, "namespace": namespace})
+        };
+        let subject = json!({"kind": "ServiceAccount", "name": format!("{prefix}-{}", p.service_account_name), "namespace": namespace});
+        items.push(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": subject["name"], "namespace": namespace}}));
+        items.push(json!({"apiVersion": rbac, "kind": role, "metadata": meta, "rules": p.rules}));
+        items.push(json!({"apiVersion": rbac, "kind": binding, "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role, "name": name}, "subjects": [subject]}));
+    }
+    for d in &strategy.deployments {
+        let name = format!("{prefix}-{}", d.name);
+        items.push(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace}, "spec": d.spec}));
+    }
+    for (i, w) in csv.spec.webhookdefinitions.iter().enumerate() {
+        let name = format!("{prefix}-webhook-{i}");
+        items.push(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"ports": [{"port": 443, "targetPort": w["containerPort"]}], "selector": {"app": name}}}));
+        items.push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "data": {"ca.crt": ""}}));
+        let kind = match w["type"].as_str() {
+            Some("ValidatingAdmissionWebhook") => "ValidatingWebhookConfiguration",
+            Some("MutatingAdmissionWebhook") => "MutatingWebhookConfiguration",
+            _ => continue,
+        };
+        let hook = json!({"name": w["generateName"], "rules": w["rules"], "failurePolicy": w["failurePolicy"],
+            "sideEffects": w["sideEffects"], "admissionReviewVersions": w["admissionReviewVersions"], "objectSelector": w["objectSelector"],
+            "clientConfig": {"service": {"name": name, "namespace": namespace, "path": w["webhookPath"]}}});
+        items.push(json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name}, "webhooks": [hook]}));
+    }
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// Uninstalls a release when dropped, so a failing test leaves no cluster-scoped RBAC behind
+/// (its namespace goes with `TestNamespace`, its ClusterRole would not).
+struct ReleaseGuard<'a> {
+    release: &'a str,
+    namespace: &'a str,
+}
+
+impl Drop for ReleaseGuard<'_> {
+    fn drop(&mut self) {
+        let _ = helm()
+            .args([
+                "uninstall",
+                self.release,
+                "--namespace",
+                self.namespace,
+                "--ignore-not-found",
+            ])
+            .output();
+    }
+}
+
 /// Waits until `get` finds nothing (a deleted object is gone).
 async fn wait_gone<K>(api: &Api<K>, name: &str)
 where
@@ -367,6 +448,10 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         install.arg("--skip-crds");
     }
     run_ok(&mut install);
+    let _guard = ReleaseGuard {
+        release: &release,
+        namespace: &ns.name,
+    };
 
     let service_accounts = Api::<ServiceAccount>::namespaced(client.clone(), &ns.name);
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
@@ -411,88 +496,47 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
 
     let deployment = deployments.get(&full).await.unwrap();
     assert_eq!(deployment.spec.replicas, Some(2));
-    let pod_spec = deployment.spec.template.spec.clone().unwrap();
-    assert_eq!(
-        pod_spec.service_account_name.as_deref(),
-        Some(full.as_str())
-    );
-    let pod_security = pod_spec.security_context.unwrap();
-    assert_eq!(pod_security.run_as_non_root, Some(true));
-    assert_eq!(
-        pod_security.seccomp_profile.unwrap().type_,
-        "RuntimeDefault"
-    );
-    let manager = container(&deployment);
-    assert_eq!(
-        manager.args.unwrap(),
-        [
-            "manager".to_string(),
-            "--log-level=debug".into(),
-            "--log-format=json".into(),
-            "--leader-elect=true".into(),
-            "--metrics-bind-address=0.0.0.0:8080".into(),
-            "--health-probe-bind-address=0.0.0.0:8081".into(),
-            format!("--namespace={}", ns.name),
-        ]
-    );
-    let env = manager.env.unwrap();
-    let pod_namespace = env
-        .iter()
-        .find(|e| e.name == "POD_NAMESPACE")
-        .expect("POD_NAMESPACE is set");
-    assert_eq!(
-        pod_namespace
-            .value_from
-            .as_ref()
-            .unwrap()
-            .field_ref
-            .as_ref()
-            .unwrap()
-            .field_path,
-        "metadata.namespace"
-    );
-    let probe_path = |probe: Option<k8s_openapi::api::core::v1::Probe>| {
-        let get = probe.and_then(|p| p.http_get).expect("an HTTP probe");
-        (
-            get.path.unwrap_or_default(),
-            serde_json::to_value(get.port).unwrap(),
-        )
-    };
-    assert_eq!(
-        probe_path(manager.liveness_probe),
-        ("/healthz".to_string(), Value::from("health"))
-    );
-    assert_eq!(
-        probe_path(manager.readiness_probe),
-        ("/readyz".to_string(), Value::from("health"))
-    );
-    let ports: BTreeMap<String, i32> = manager
-        .ports
+    let pod = serde_json::to_value(&deployment.spec.template.spec).unwrap();
+    let c = serde_json::to_value(container(&deployment)).unwrap();
+    let env: Vec<&Value> = c["env"]
+        .as_array()
         .unwrap()
-        .into_iter()
-        .map(|p| (p.name.unwrap_or_default(), p.container_port))
+        .iter()
+        .filter(|e| e["name"] == "POD_NAMESPACE")
         .collect();
+    let seen = json!({
+        "serviceAccountName": pod["serviceAccountName"],
+        "podSecurity": [pod["securityContext"]["runAsNonRoot"], pod["securityContext"]["seccompProfile"]["type"]],
+        "args": c["args"],
+        "podNamespaceFrom": env.first().map(|e| &e["valueFrom"]["fieldRef"]["fieldPath"]),
+        "liveness": [c["livenessProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["port"]],
+        "readiness": [c["readinessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["port"]],
+        "ports": c["ports"].as_array().unwrap().iter().map(|p| json!([p["name"], p["containerPort"]])).collect::<Vec<_>>(),
+        "resources": c["resources"],
+        "tmp": c["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "tmp").map(|m| &m["mountPath"]),
+        "security": c["securityContext"],
+    });
+    let expected = json!({
+        "serviceAccountName": full,
+        "podSecurity": [true, "RuntimeDefault"],
+        "args": ["manager", "--log-level=debug", "--log-format=json", "--leader-elect=true",
+            "--metrics-bind-address=0.0.0.0:8080", "--health-probe-bind-address=0.0.0.0:8081", format!("--namespace={}", ns.name)],
+        "podNamespaceFrom": "metadata.namespace",
+        "liveness": ["/healthz", "health"],
+        "readiness": ["/readyz", "health"],
+        "ports": [["metrics", 8080], ["health", 8081]],
+        "resources": {"limits": {"memory": "300Mi"}, "requests": {"cpu": "75m", "memory": "64Mi"}},
+        // The root filesystem is read-only; /tmp is the writable scratch space.
+        "tmp": "/tmp",
+        "security": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "privileged": false, "readOnlyRootFilesystem": true},
+    });
     assert_eq!(
-        ports,
-        BTreeMap::from([("health".to_string(), 8081), ("metrics".to_string(), 8080)])
+        seen, expected,
+        "the manager Deployment is not as configured"
     );
-    let resources = manager.resources.unwrap();
-    assert_eq!(resources.limits.unwrap()["memory"].0, "300Mi");
-    assert_eq!(resources.requests.unwrap()["cpu"].0, "75m");
-    let mounts = manager.volume_mounts.clone().unwrap_or_default();
-    assert!(
-        mounts
-            .iter()
-            .any(|m| m.mount_path == "/tmp" && m.name == "tmp"),
-        "the read-only manager has a writable /tmp: {mounts:?}"
-    );
-    let security = manager.security_context.unwrap();
-    assert_eq!(security.read_only_root_filesystem, Some(true));
-    assert_eq!(security.allow_privilege_escalation, Some(false));
-    assert_eq!(security.capabilities.unwrap().drop.unwrap(), ["ALL"]);
 
-    // The apiserver agrees: as the chart's ServiceAccount, the manager may do what installing
-    // an operator takes, and grant an operator a permission it does not hold itself.
+    // The apiserver agrees: as the chart's ServiceAccount, the manager may do what running
+    // windlass takes, and nothing it never needs.
     let manager = format!("system:serviceaccount:{}:{full}", ns.name);
     let can = |verb: &str, resource: &str, namespace: Option<&str>| {
         let mut command = kubectl();
@@ -505,20 +549,10 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         String::from_utf8_lossy(&output.stdout).trim() == "yes"
     };
     for (verb, resource) in [
-        ("create", "deployments.apps"),
-        ("patch", "customresourcedefinitions.apiextensions.k8s.io"),
-        ("create", "clusterrolebindings.rbac.authorization.k8s.io"),
         ("patch", "clusterserviceversions.windlass.dev"),
-        (
-            "delete",
-            "validatingwebhookconfigurations.admissionregistration.k8s.io",
-        ),
         ("create", "blueprints.windlass.dev"),
-        ("create", "secrets"),
         ("list", "pods"),
         ("create", "events"),
-        ("escalate", "clusterroles.rbac.authorization.k8s.io"),
-        ("bind", "roles.rbac.authorization.k8s.io"),
     ] {
         assert!(
             can(verb, resource, None),
@@ -541,31 +575,36 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
             "the manager may {verb} {resource}, which it never needs"
         );
     }
-    let operator_role = format!("{release}-operator");
-    run_ok(kubectl().args([
-        "create",
-        "role",
-        &operator_role,
-        "--verb=create",
-        "--resource=pods/exec",
-        "--namespace",
-        &ns.name,
-        "--as",
-        &manager,
-    ]));
-    run_ok(kubectl().args([
-        "create",
-        "rolebinding",
-        &operator_role,
-        "--role",
-        &operator_role,
-        "--serviceaccount",
-        &format!("{}:default", ns.name),
-        "--namespace",
-        &ns.name,
-        "--as",
-        &manager,
-    ]));
+    // Everything the sample bundles' installs create passes authorization and the RBAC
+    // escalation checks as the manager (a server-side dry run: nothing is created). Their Roles
+    // grant what the manager itself lacks (acme.windlass.dev resources, nodes), so this proves
+    // `escalate` and `bind` work.
+    for path in ["bundles/acme-db/1.0.0", "bundles/acme-gateway/0.1.0"] {
+        let bundle = windlass_bundle::load_bundle(&repo_root().join(path))
+            .unwrap_or_else(|e| panic!("loading {path}: {e}"));
+        let mut documents = vec![install_objects(&bundle, &ns.name, &release)];
+        documents.extend(
+            bundle
+                .objects_of_kind("CustomResourceDefinition")
+                .map(|m| m.object.clone()),
+        );
+        for document in documents {
+            run_with_stdin(
+                kubectl().args([
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "--field-manager=windlass",
+                    "--dry-run=server",
+                    "--as",
+                    &manager,
+                    "-f",
+                    "-",
+                ]),
+                &document.to_string(),
+            );
+        }
+    }
 
     let service = services.get(&format!("{full}-metrics")).await.unwrap();
     let service_spec = service.spec.unwrap();
