@@ -38,6 +38,7 @@ pub(super) fn from_v1beta1(
     crd: &mut Map<String, Value>,
     rec: &mut Recorder,
 ) -> Result<(), ConvertError> {
+    approval_for_protected_group(crd, rec);
     crd.insert("apiVersion".into(), Value::String(API_V1.into()));
     rec.record(
         "apiVersion",
@@ -157,6 +158,7 @@ pub(super) fn tidy_v1(
     crd: &mut Map<String, Value>,
     rec: &mut Recorder,
 ) -> Result<(), ConvertError> {
+    approval_for_protected_group(crd, rec);
     let Some(Value::Object(spec)) = crd.get_mut("spec") else {
         return Err(invalid(rec, "spec", "missing or not a map"));
     };
@@ -213,6 +215,48 @@ pub(super) fn tidy_v1(
         spec.insert("conversion".into(), fixed);
     }
     Ok(())
+}
+
+/// Kubernetes' own API groups need an approval annotation in v1 (v1beta1 did not ask for it).
+/// A value starting with "unapproved" is the documented way for a CRD outside the Kubernetes
+/// project to say it has none.
+fn approval_for_protected_group(crd: &mut Map<String, Value>, rec: &mut Recorder) {
+    const KEY: &str = "api-approved.kubernetes.io";
+    let group = crd
+        .get("spec")
+        .and_then(|s| s.get("group"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|g| group == *g || group.ends_with(&format!(".{g}")));
+    if !protected {
+        return;
+    }
+    let Some(meta) = crd.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if annotations.is_null() {
+        *annotations = Value::Object(Map::new());
+    }
+    let Some(annotations) = annotations.as_object_mut() else {
+        return;
+    };
+    if annotations.contains_key(KEY) {
+        return;
+    }
+    annotations.insert(
+        KEY.into(),
+        Value::String("unapproved, legacy bundle installed unchanged by windlass".into()),
+    );
+    rec.record(
+        &format!("metadata.annotations[{KEY}]"),
+        "set to unapproved",
+        "v1 requires it for *.k8s.io and *.kubernetes.io groups; v1beta1 did not",
+    );
 }
 
 /// `spec.versions`, or the single `spec.version` of older CRDs.

@@ -217,3 +217,24 @@ fn what_cannot_be_converted_is_refused_with_crd_and_path() {
     let err = to_v1(&json!({"apiVersion": "v1", "kind": "ConfigMap"})).expect_err("refused");
     assert!(matches!(err, ConvertError::NotACrd { .. }));
 }
+
+#[test]
+fn protected_groups_get_the_unapproved_annotation() {
+    let mut spec = json!({"group": "charts.helm.k8s.io", "names": names(), "scope": "Namespaced", "version": "v1"});
+    let (got, changes) = converted(spec.clone());
+    assert_eq!(
+        got.pointer("/metadata/annotations/api-approved.kubernetes.io")
+            .and_then(Value::as_str)
+            .map(|v| v.starts_with("unapproved")),
+        Some(true)
+    );
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.starts_with("metadata.annotations[api-approved.kubernetes.io]")),
+        "{changes:?}"
+    );
+    spec["group"] = json!("k8s.io.example.com");
+    let (got, _) = converted(spec);
+    assert_eq!(got.pointer("/metadata/annotations"), None);
+}

@@ -1,0 +1,499 @@
+//! Legacy bundles on the pinned Kubernetes, judged by the real API server.
+//!
+//! Given the highest version of every package of the OperatorHub corpus,
+//! when windlass converts its manifests (what `windlass bundle manifests` prints),
+//! then the API server accepts every object in a server-side dry-run create,
+//! and every custom resource of the CSV's `alm-examples` is accepted by its converted CRD under
+//! strict field validation and comes back with no field lost.
+//!
+//! The converted CRDs are created for real under a group renamed with a unique suffix, so that
+//! they never collide with CRDs other tests install, and deleted afterwards. The corpus lives at
+//! `../shared/corpus` (override with `WINDLASS_CORPUS`; `WINDLASS_CORPUS=skip` skips).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+use windlass_bundle::{Bundle, crd, legacy_apis, load_bundle};
+use windlass_testkit::{kubectl, unique_name};
+
+/// Examples that are invalid even against the schema their authors shipped, and why; checked
+/// by reading each shipped CRD. They are reported, not counted as conversion failures.
+const INVALID_AS_SHIPPED: &[(&str, &str, &str)] = &[
+    (
+        "camel-k",
+        "CamelCatalog #1",
+        "lacks spec.artifacts, spec.loaders and spec.runtime, required by the shipped v1 schema",
+    ),
+    (
+        "couchbase-enterprise",
+        "CouchbaseBackup #8",
+        "its status lacks cronjob, failed, job, pod and running, required by the shipped schema",
+    ),
+    (
+        "couchbase-enterprise",
+        "CouchbaseBackupRestore #9",
+        "its status lacks failed, job, pod and running, required by the shipped schema",
+    ),
+    (
+        "couchbase-enterprise",
+        "CouchbaseReplication #7",
+        "compressionType Snappy is not in the shipped enum (None, Auto)",
+    ),
+    (
+        "infinispan",
+        "Restore #3",
+        "lacks spec.backup, required by the shipped schema",
+    ),
+    (
+        "kogito-operator",
+        "KogitoInfra #1",
+        "lacks spec.resource.name, required by the shipped v1 schema",
+    ),
+    (
+        "multicluster-operators-subscription",
+        "Channel #0",
+        "status.state is not in the shipped v1 schema (pruned as shipped too)",
+    ),
+    (
+        "sealed-secrets-operator-helm",
+        "SealedSecretController #0",
+        "metadata.name SealedSecretController is not a valid object name",
+    ),
+    (
+        "shipwright-operator",
+        "BuildRun #3",
+        "spec.resources is not in the shipped v1 schema (pruned as shipped too)",
+    ),
+    (
+        "topolvm-operator",
+        "LogicalVolume #1",
+        "lacks spec.name, spec.nodeName and spec.size, required by the shipped v1 schema",
+    ),
+];
+
+fn corpus() -> Option<PathBuf> {
+    match std::env::var("WINDLASS_CORPUS") {
+        Ok(v) if v == "skip" => None,
+        Ok(v) => Some(PathBuf::from(v)),
+        Err(_) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus")),
+    }
+    .map(|root| {
+        assert!(
+            root.is_dir(),
+            "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)",
+            root.display()
+        );
+        root.join("operatorhub")
+    })
+}
+
+/// The highest-versioned bundle of every package folder.
+fn highest_versions(root: &Path) -> Vec<(String, Bundle)> {
+    let mut packages: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    packages.sort();
+    let mut out = Vec::new();
+    for package in packages {
+        let mut versions: Vec<PathBuf> = std::fs::read_dir(&package)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        versions.sort();
+        let best = versions
+            .iter()
+            .filter_map(|v| load_bundle(v).ok())
+            .filter_map(|b| b.csv.version().ok().map(|v| (v, b)))
+            .max_by(|a, b| a.0.cmp(&b.0));
+        let name = package.file_name().unwrap().to_string_lossy().into_owned();
+        match best {
+            Some((_, bundle)) => out.push((name, bundle)),
+            None => panic!("package {name}: no loadable bundle"),
+        }
+    }
+    out
+}
+
+/// Runs kubectl with `object` on stdin; the JSON it prints, or its error message.
+fn kubectl_with(args: &[&str], object: &Value) -> Result<Value, String> {
+    let mut child = kubectl()
+        .args(args)
+        .args(["-f", "-", "-o", "json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(object.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    if output.status.success() {
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("kubectl printed no JSON: {e}"))
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr)
+            .trim()
+            .replace('\n', " "))
+    }
+}
+
+fn without_namespace(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("namespace");
+    }
+    object
+}
+
+/// Server-side dry-run create. An object that already exists passed validation (the API server
+/// validates before it looks at storage), so it counts as accepted.
+fn accepted(object: &Value, namespace: &str) -> Result<(), String> {
+    match kubectl_with(
+        &["create", "--dry-run=server", "-n", namespace],
+        &without_namespace(object),
+    ) {
+        Ok(_) => Ok(()),
+        Err(e) if e.contains("AlreadyExists") || e.contains("already exists") => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The converted CRD under a group no other test uses; webhook conversion is switched off
+/// because the operator's conversion service does not run here.
+fn renamed(crd_object: &Value, tag: &str) -> Value {
+    let mut c = crd_object.clone();
+    let group = format!("{}.{tag}", c["spec"]["group"].as_str().unwrap_or_default());
+    let plural = c["spec"]["names"]["plural"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    c["spec"]["group"] = json!(group);
+    c["metadata"] = json!({ "name": format!("{plural}.{group}") });
+    if let Some(spec) = c["spec"].as_object_mut() {
+        spec.remove("conversion");
+    }
+    c
+}
+
+/// Fields of `sent` missing or different in `got` (what the API server pruned or rewrote).
+fn lost(sent: &Value, got: &Value, path: &str, out: &mut Vec<String>) {
+    match (sent, got) {
+        (Value::Object(s), Value::Object(g)) => {
+            for (k, v) in s {
+                let at = format!("{path}.{k}");
+                match g.get(k) {
+                    // A null for a non-nullable field is dropped by the API server by design.
+                    None if v.is_null() => {}
+                    None => out.push(format!("{at} pruned")),
+                    Some(gv) => lost(v, gv, &at, out),
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(g)) if s.len() == g.len() => {
+            for (i, (sv, gv)) in s.iter().zip(g).enumerate() {
+                lost(sv, gv, &format!("{path}[{i}]"), out);
+            }
+        }
+        (Value::Number(s), Value::Number(g)) if s.as_f64() == g.as_f64() => {}
+        (s, g) if s == g => {}
+        _ => out.push(format!("{path} changed")),
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    bundles_with_crds: usize,
+    crds: usize,
+    v1beta1: usize,
+    shipped_crds_ok: usize,
+    shipped_bundles_ok: usize,
+    converted_crds_ok: usize,
+    converted_bundles_ok: usize,
+    other_objects: usize,
+    other_objects_ok: usize,
+    examples: usize,
+    examples_ok: usize,
+    examples_elsewhere: usize,
+}
+
+#[tokio::test]
+async fn highest_corpus_bundles_are_accepted_after_conversion_and_their_examples_round_trip() {
+    let Some(root) = corpus() else { return };
+    let client = windlass_testkit::client().await;
+    let ns = windlass_testkit::TestNamespace::create(&client, "legacy-crds").await;
+    let tag = unique_name("e2e").replace('-', "");
+    let mut t = Tally::default();
+    let mut failures = Vec::new();
+    let mut example_failures: BTreeMap<String, String> = BTreeMap::new();
+
+    for (package, bundle) in highest_versions(&root) {
+        let shipped_crds: Vec<&Value> = bundle
+            .manifests
+            .iter()
+            .map(|m| &m.object)
+            .filter(|o| crd::is_crd(o))
+            .collect();
+        if !shipped_crds.is_empty() {
+            t.bundles_with_crds += 1;
+            t.crds += shipped_crds.len();
+            t.v1beta1 += shipped_crds
+                .iter()
+                .filter(|c| c["apiVersion"] == crd::API_V1BETA1)
+                .count();
+            let ok = shipped_crds
+                .iter()
+                .filter(|c| accepted(c, &ns.name).is_ok())
+                .count();
+            t.shipped_crds_ok += ok;
+            t.shipped_bundles_ok += usize::from(ok == shipped_crds.len());
+        }
+        let converted = match legacy_apis::convert_manifests(&bundle.manifests) {
+            Ok(c) => c,
+            Err(e) => {
+                failures.push(format!("{package}: refused: {e}"));
+                continue;
+            }
+        };
+        let mut crds_ok = 0;
+        for m in &converted.objects {
+            let is_crd = crd::is_crd(&m.object);
+            if !is_crd {
+                t.other_objects += 1;
+            }
+            match accepted(&m.object, &ns.name) {
+                Ok(()) if is_crd => crds_ok += 1,
+                Ok(()) => t.other_objects_ok += 1,
+                Err(e) => failures.push(format!("{package} {}: {e}", m.file)),
+            }
+        }
+        t.converted_crds_ok += crds_ok;
+        if !shipped_crds.is_empty() && crds_ok == shipped_crds.len() {
+            t.converted_bundles_ok += 1;
+        }
+        examples(
+            &package,
+            &bundle,
+            &converted,
+            &ns.name,
+            &tag,
+            &mut t,
+            &mut failures,
+            &mut example_failures,
+        );
+    }
+
+    eprintln!(
+        "bundles with CRDs: {}, CRDs: {} ({} v1beta1)",
+        t.bundles_with_crds, t.crds, t.v1beta1
+    );
+    eprintln!(
+        "as shipped: {} bundles, {} CRDs accepted",
+        t.shipped_bundles_ok, t.shipped_crds_ok
+    );
+    eprintln!(
+        "converted:  {} bundles, {} CRDs accepted",
+        t.converted_bundles_ok, t.converted_crds_ok
+    );
+    eprintln!(
+        "other manifests: {} of {} accepted",
+        t.other_objects_ok, t.other_objects
+    );
+    eprintln!(
+        "alm-examples: {} of {} accepted with no field lost ({} name a CRD outside their bundle)",
+        t.examples_ok, t.examples, t.examples_elsewhere
+    );
+    let known: Vec<String> = INVALID_AS_SHIPPED
+        .iter()
+        .map(|(p, k, _)| format!("{p} {k}"))
+        .collect();
+    for (example, reason) in &example_failures {
+        let exempt = known.iter().any(|k| example.starts_with(k.as_str()));
+        eprintln!(
+            "example {example}: {reason}{}",
+            if exempt { " (invalid as shipped)" } else { "" }
+        );
+        if !exempt {
+            failures.push(format!("example {example}: {reason}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Polls until the CRD reports Established (60 s at most).
+fn established(name: &str) -> Result<(), String> {
+    let mut last = String::new();
+    for _ in 0..120 {
+        let output = kubectl()
+            .args([
+                "get",
+                "crd",
+                name,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+            ])
+            .output()
+            .map_err(|e| e.to_string())?;
+        last = String::from_utf8_lossy(&output.stdout).trim().to_string()
+            + &String::from_utf8_lossy(&output.stderr);
+        if last == "True" {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    Err(format!("never became Established ({last})"))
+}
+
+/// Deletes the test's CRDs however the test ends.
+struct CreatedCrds(Vec<String>);
+
+impl Drop for CreatedCrds {
+    fn drop(&mut self) {
+        for name in &self.0 {
+            let _ = kubectl()
+                .args(["delete", "crd", name, "--wait=false", "--ignore-not-found"])
+                .output();
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn examples(
+    package: &str,
+    bundle: &Bundle,
+    converted: &legacy_apis::ConvertedManifests,
+    namespace: &str,
+    tag: &str,
+    t: &mut Tally,
+    failures: &mut Vec<String>,
+    example_failures: &mut BTreeMap<String, String>,
+) {
+    let csv = bundle
+        .manifests
+        .iter()
+        .find(|m| m.object["kind"] == "ClusterServiceVersion");
+    let Some(text) = csv
+        .and_then(|m| m.object.pointer("/metadata/annotations/alm-examples"))
+        .and_then(Value::as_str)
+    else {
+        return;
+    };
+    let Ok(list) = serde_json::from_str::<Vec<Value>>(text) else {
+        failures.push(format!("{package}: alm-examples is not a JSON list"));
+        return;
+    };
+    // (group, kind) -> converted CRD
+    let crds: BTreeMap<(String, String), &Value> = converted
+        .objects
+        .iter()
+        .map(|m| &m.object)
+        .filter(|o| crd::is_crd(o))
+        .map(|c| {
+            (
+                (
+                    c["spec"]["group"].as_str().unwrap_or_default().to_string(),
+                    c["spec"]["names"]["kind"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                ),
+                c,
+            )
+        })
+        .collect();
+    // Every CRD the examples need exists before the first example is sent, so kubectl's
+    // discovery sees them all.
+    let mut created = CreatedCrds(Vec::new());
+    let mut runnable = Vec::new();
+    for (i, example) in list.iter().enumerate() {
+        let api = example["apiVersion"].as_str().unwrap_or_default();
+        let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+        let kind = example["kind"].as_str().unwrap_or_default().to_string();
+        let Some(crd_object) = crds.get(&(group.to_string(), kind.clone())) else {
+            t.examples_elsewhere += 1;
+            continue;
+        };
+        t.examples += 1;
+        let test_crd = renamed(crd_object, tag);
+        let crd_name = test_crd["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !created.0.contains(&crd_name) {
+            if let Err(e) = kubectl_with(&["create"], &test_crd) {
+                failures.push(format!("{package}: creating CRD {crd_name}: {e}"));
+                continue;
+            }
+            created.0.push(crd_name.clone());
+            if let Err(e) = established(&crd_name) {
+                failures.push(format!("{package}: CRD {crd_name}: {e}"));
+                continue;
+            }
+        }
+        runnable.push((i, example, kind, version.to_string(), *crd_object, test_crd));
+    }
+    for (i, example, kind, version, crd_object, test_crd) in runnable {
+        let version = version.as_str();
+        let id = format!("{package} {kind} #{i}");
+        let mut sent = without_namespace(example);
+        sent["apiVersion"] = json!(format!(
+            "{}/{version}",
+            test_crd["spec"]["group"].as_str().unwrap_or_default()
+        ));
+        if sent.pointer("/metadata/name").is_none()
+            && sent.pointer("/metadata/generateName").is_none()
+        {
+            sent["metadata"]["name"] = json!(format!("example-{i}"));
+        }
+        match kubectl_with(
+            &[
+                "create",
+                "--dry-run=server",
+                "--validate=strict",
+                "-n",
+                namespace,
+            ],
+            &sent,
+        ) {
+            Ok(got) => {
+                // With a status subresource the API server ignores status on create, by design.
+                let status_ignored = crd_object["spec"]["versions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|v| v["name"] == version && v.pointer("/subresources/status").is_some());
+                let mut gone = Vec::new();
+                for (k, v) in sent.as_object().into_iter().flatten() {
+                    let skip = matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
+                        || (k == "status" && status_ignored);
+                    if !skip {
+                        lost(v, got.get(k).unwrap_or(&Value::Null), k, &mut gone);
+                    }
+                }
+                if gone.is_empty() {
+                    t.examples_ok += 1;
+                } else {
+                    example_failures.insert(id, format!("fields lost: {}", gone.join(", ")));
+                }
+            }
+            Err(e) => {
+                example_failures.insert(id, e);
+            }
+        }
+    }
+}
