@@ -497,3 +497,97 @@ fn examples(
         }
     }
 }
+
+/// Given etcd 0.9.4, whose CRDs are all `apiextensions.k8s.io/v1beta1` with no schema,
+/// when windlass converts its manifests and the ClusterServiceVersion controller installs it,
+/// then its CRDs are served as v1 and its operator Deployment becomes Available.
+#[tokio::test]
+async fn etcd_0_9_4_with_v1beta1_crds_installs_through_the_csv_controller() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::{Api, ResourceExt, api::PostParams};
+    use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase};
+
+    let Some(root) = corpus() else { return };
+    windlass_testkit::require_manager();
+    let dir = root.join("etcd/0.9.4");
+    let bundle = load_bundle(&dir).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()));
+    let shipped = bundle
+        .manifests
+        .iter()
+        .filter(|m| crd::is_crd(&m.object))
+        .collect::<Vec<_>>();
+    assert!(
+        !shipped.is_empty()
+            && shipped
+                .iter()
+                .all(|m| m.object["apiVersion"] == crd::API_V1BETA1)
+    );
+    let converted = legacy_apis::convert_manifests(&bundle.manifests).expect("etcd converts");
+    assert!(!converted.changes.is_empty());
+
+    let client = windlass_testkit::client().await;
+    let ns = windlass_testkit::TestNamespace::create(&client, "legacy-etcd").await;
+    for m in &converted.objects {
+        assert!(
+            crd::is_crd(&m.object),
+            "etcd 0.9.4 ships only CRDs besides its CSV"
+        );
+        windlass_testkit::apply_crd(&client, &m.object).await;
+    }
+    let definition = json!({
+        "metadata": {"annotations": bundle.csv.metadata.annotations, "labels": bundle.csv.metadata.labels},
+        "spec": serde_json::to_value(&bundle.csv.spec).unwrap(),
+    });
+    let csv = ClusterServiceVersion::new(
+        bundle.csv.name(),
+        ClusterServiceVersionSpec {
+            definition,
+            target_namespaces: vec![ns.name.clone()],
+            progress_deadline_seconds: Some(60),
+            ..Default::default()
+        },
+    );
+    let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
+    api.create(&PostParams::default(), &csv).await.unwrap();
+    let timeout = std::time::Duration::from_secs(120);
+    let outcome = tokio::time::timeout(
+        timeout + std::time::Duration::from_secs(5),
+        windlass_testkit::wait_for("etcd 0.9.4 to Succeed", timeout, || async {
+            let csv = api.get(&csv.name_any()).await.map_err(|e| e.to_string())?;
+            match csv.status.as_ref().and_then(|s| s.phase) {
+                Some(CsvPhase::Succeeded) => Ok(()),
+                _ => Err(format!("{:?}", csv.status)),
+            }
+        }),
+    )
+    .await;
+    if outcome.is_err() {
+        panic!(
+            "timed out; manager log:\n{}",
+            windlass_testkit::manager_log_tail(40)
+        );
+    }
+    let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
+    for spec in bundle.csv.deployments() {
+        let deployment = deployments.get(&spec.name).await.unwrap();
+        let want = spec.spec["replicas"].as_i64().unwrap_or(1) as i32;
+        assert_eq!(
+            deployment
+                .status
+                .and_then(|s| s.available_replicas)
+                .unwrap_or(0),
+            want,
+            "{} Available",
+            spec.name
+        );
+    }
+    // The served CRD is the converted v1 one, with its unknown fields kept.
+    let served = windlass_testkit::kubectl()
+        .args(["get", "crd", "etcdclusters.etcd.database.coreos.com", "-o", "jsonpath={.spec.versions[0].schema.openAPIV3Schema.x-kubernetes-preserve-unknown-fields}"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&served.stdout), "true");
+    api.delete(&csv.name_any(), &Default::default())
+        .await
+        .unwrap();
+}
