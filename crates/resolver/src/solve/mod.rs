@@ -280,7 +280,12 @@ impl<'c> Resolver<'c> {
                 .map(|b| BundleRef::of(ix, b))
                 .collect();
             available.sort_by(|a, b| windlass_catalog::range::precedence(&b.version, &a.version));
+            let in_range = available
+                .iter()
+                .filter(|a| sub.range.as_ref().is_none_or(|r| r.matches(&a.version)))
+                .count();
             return Err(Problem::NothingInChannel {
+                in_range,
                 package: sub.package.clone(),
                 channel: channel.name.clone(),
                 range: sub.range.as_ref().map(|r| r.to_string()),

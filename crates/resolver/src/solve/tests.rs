@@ -161,7 +161,7 @@ fn a_subscription_with_a_range_and_an_installed_version_moves_only_along_edges()
     let err = run(&b, request).unwrap_err();
     assert!(
         err.to_string()
-            .contains("from installed 2.0.0 the olm policy allows none of them"),
+            .contains("from installed 2.0.0 the olm policy reaches none of those in range along the channel's edges"),
         "{err}"
     );
     s.policy = Policy::Any;

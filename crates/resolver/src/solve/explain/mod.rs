@@ -53,7 +53,11 @@ impl fmt::Display for BundleRef {
 
 /// What was asked for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Requirement {
     Subscription {
         package: String,
@@ -77,7 +81,11 @@ pub enum Requirement {
 
 /// A requirement that fails before any single candidate is weighed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Problem {
     NoSuchPackage {
         package: String,
@@ -98,6 +106,8 @@ pub enum Problem {
         installed: Option<String>,
         policy: Policy,
         available: Vec<BundleRef>,
+        /// How many of `available` the range accepts (all when there is no range).
+        in_range: usize,
     },
     BadRange {
         package: String,
@@ -120,7 +130,11 @@ pub enum Problem {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Because {
     /// Another bundle of the same package is already chosen (one version per package).
     PackageHeld {
@@ -177,18 +191,6 @@ pub struct Unsatisfiable {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<String>,
     pub cause: Cause,
-}
-
-impl fmt::Display for Unsatisfiable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}", self.message)?;
-        for line in &self.context {
-            writeln!(f, "  {line}")?;
-        }
-        let mut text = String::new();
-        render(&self.cause, 1, &mut text);
-        f.write_str(text.trim_end())
-    }
 }
 
 pub(crate) fn explain(ix: &Index<'_>, c: &Compiled<'_>) -> Unsatisfiable {
@@ -520,170 +522,4 @@ pub(crate) fn origin_label(ix: &Index<'_>, c: &Compiled<'_>, origin: Origin) -> 
     }
 }
 
-impl fmt::Display for Requirement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Requirement::Subscription {
-                package,
-                channel,
-                range,
-            } => {
-                write!(f, "a bundle of {package}")?;
-                match channel {
-                    Some(c) => write!(f, " from channel {c}")?,
-                    None => write!(f, " from its default channel")?,
-                }
-                if let Some(r) = range {
-                    write!(f, " in range {r}")?;
-                }
-                Ok(())
-            }
-            Requirement::Package { package, range } => write!(f, "package {package} {range}"),
-            Requirement::Api {
-                group,
-                version,
-                kind,
-            } => write!(f, "API {group}/{version} {kind}"),
-            Requirement::KeepInstalled { package, version } => {
-                write!(f, "{package} to stay at {version}")
-            }
-        }
-    }
-}
-
-fn list(refs: &[BundleRef]) -> String {
-    if refs.is_empty() {
-        return "nothing".into();
-    }
-    refs.iter()
-        .map(|r| r.version.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Problem::NoSuchPackage { package } => write!(f, "the catalog has no package {package}"),
-            Problem::NoSuchChannel {
-                package,
-                channel,
-                channels,
-            } => write!(
-                f,
-                "package {package} has no channel {channel} (channels: {})",
-                channels.join(", ")
-            ),
-            Problem::NoDefaultChannel { package, channels } => write!(
-                f,
-                "package {package} declares no default channel; pick one of {}",
-                channels.join(", ")
-            ),
-            Problem::NothingInChannel {
-                package,
-                channel,
-                range,
-                installed,
-                policy,
-                available,
-            } => {
-                write!(
-                    f,
-                    "channel {channel} of {package} offers {}",
-                    list(available)
-                )?;
-                if let Some(r) = range {
-                    write!(f, "; none in range {r}")?;
-                }
-                if let Some(v) = installed {
-                    write!(
-                        f,
-                        "; from installed {v} the {policy} policy allows none of them"
-                    )?;
-                }
-                Ok(())
-            }
-            Problem::BadRange {
-                package,
-                range,
-                error,
-            } => {
-                write!(
-                    f,
-                    "the range {range:?} for {package} cannot be read: {error}"
-                )
-            }
-            Problem::NothingInRange {
-                package,
-                range,
-                available,
-            } => write!(
-                f,
-                "the catalog has {package} {}, none in {range}",
-                list(available)
-            ),
-            Problem::NoOwner { api } => write!(f, "no bundle in the catalog owns {api}"),
-            Problem::PackageHeld { holder, needed_by } => {
-                write!(
-                    f,
-                    "{} is already at {} for {needed_by}",
-                    holder.package, holder.version
-                )
-            }
-        }
-    }
-}
-
-fn render(cause: &Cause, level: usize, out: &mut String) {
-    let pad = "  ".repeat(level);
-    let _ = write!(out, "{pad}{} needs {}", cause.needed_by, cause.requirement);
-    render_body(cause, level, out);
-}
-
-/// What follows "X needs Y": the problem, or one line per rejected candidate.
-fn render_body(cause: &Cause, level: usize, out: &mut String) {
-    let pad = "  ".repeat(level);
-    if let Some(p) = &cause.problem {
-        let _ = writeln!(out, ": {p}");
-        return;
-    }
-    let _ = writeln!(out, "; every candidate is ruled out:");
-    for r in &cause.rejected {
-        let _ = write!(out, "{pad}- {}", r.bundle);
-        match &r.because {
-            Because::PackageHeld { holder, needed_by } => {
-                let _ = writeln!(
-                    out,
-                    ": {} is already at {} for {needed_by}",
-                    holder.package, holder.version
-                );
-            }
-            Because::ApiOwned { api, owner } => {
-                let _ = writeln!(out, ": it owns {api}, which {owner} already owns");
-            }
-            Because::ConflictsWithRest => {
-                let _ = writeln!(
-                    out,
-                    ": its requirements conflict with the rest of the installation"
-                );
-            }
-            Because::NotExplored => {
-                let _ = writeln!(
-                    out,
-                    ": its requirements cannot be met (not followed further)"
-                );
-            }
-            Because::Unmet { cause } => {
-                let _ = write!(out, " needs {}", cause.requirement);
-                render_body(cause, level + 1, out);
-            }
-        }
-    }
-    if cause.more_rejected > 0 {
-        let _ = writeln!(
-            out,
-            "{pad}- and {} more candidates, ruled out as well",
-            cause.more_rejected
-        );
-    }
-}
+mod text;
