@@ -104,3 +104,45 @@ pub fn to_mermaid(graph: &UpgradeGraph) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::CatalogBuilder;
+
+    fn graph() -> UpgradeGraph {
+        let mut b = CatalogBuilder::new();
+        b.bundle("p", "1.0.0");
+        b.bundle("p", "1.1.0").replaces("1.0.0");
+        b.bundle("p", "1.2.0").replaces("1.1.0").skips(&["1.0.0"]);
+        b.bundle("p", "1.3.0")
+            .replaces("1.2.0")
+            .skip_range(">=1.0.0 <1.2.0");
+        let catalog = b.build();
+        let p = &catalog.packages["p"];
+        UpgradeGraph::build(p, &p.channels["stable"])
+    }
+
+    #[test]
+    fn dot_draws_each_rule_distinctly_and_marks_the_head() {
+        let dot = to_dot(&graph());
+        assert!(dot.starts_with("digraph \"p/stable\" {"));
+        assert!(dot.contains("\"p.v1.3.0\" [label=\"p.v1.3.0\\n1.3.0\", style=\"bold,filled\""));
+        assert!(dot.contains("\"p.v1.0.0\" -> \"p.v1.1.0\" [style=solid];"));
+        assert!(dot.contains("\"p.v1.0.0\" -> \"p.v1.2.0\" [style=dashed, label=\"skips\"];"));
+        assert!(dot.contains(
+            "\"p.v1.1.0\" -> \"p.v1.3.0\" [style=dotted, label=\"skipRange >=1.0.0 <1.2.0\"];"
+        ));
+        assert_eq!(dot.matches(" -> ").count(), 6);
+    }
+
+    #[test]
+    fn mermaid_draws_each_rule_distinctly_and_marks_the_head() {
+        let m = to_mermaid(&graph());
+        assert!(m.starts_with("flowchart LR\n"));
+        assert!(m.contains("  n3[[\"p.v1.3.0<br/>1.3.0 (head)\"]]"));
+        assert!(m.contains("  n0 --> n1"));
+        assert!(m.contains("  n0 -. skips .-> n2"));
+        assert!(m.contains("  n1 == skipRange ==> n3"));
+    }
+}

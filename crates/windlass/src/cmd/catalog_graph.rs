@@ -267,3 +267,51 @@ pub fn graph(args: GraphArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installed_lists_parse_with_or_without_v() {
+        let got = parse_installed(&[
+            "etcd=0.9.4".into(),
+            " prometheus = v0.47.0".into(),
+            "".into(),
+        ])
+        .unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            (got[0].package.as_str(), got[0].version.to_string()),
+            ("etcd", "0.9.4".into())
+        );
+        assert_eq!(
+            (got[1].package.as_str(), got[1].version.to_string()),
+            ("prometheus", "0.47.0".into())
+        );
+        for bad in ["etcd", "etcd=latest"] {
+            let err = parse_installed(&[bad.to_string()]).unwrap_err().to_string();
+            assert!(err.contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn channels_default_and_missing_ones_are_named() {
+        let mut b = windlass_resolver::synthetic::CatalogBuilder::new();
+        b.bundle("p", "1.0.0").channels(&["alpha", "beta"]);
+        b.default_channel("p", Some("beta"));
+        let catalog = b.build();
+        assert_eq!(package_channel(&catalog, "p", None).unwrap().1.name, "beta");
+        let err = package_channel(&catalog, "p", Some("gamma"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "package p has no channel gamma (channels: alpha, beta)"
+        );
+        let err = package_channel(&catalog, "q", None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "the catalog has no package q (packages: p)");
+    }
+}
