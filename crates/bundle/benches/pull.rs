@@ -44,6 +44,10 @@ fn main() {
     let pushed = runtime.block_on(oci::push(&layout, &bundle.annotations, &reference, &options)).unwrap();
     println!("image {reference}: {} files, {:.1} MB unpacked", layout.files.len(), layout.total_bytes() as f64 / 1e6);
 
+    let pull_only = best(|| {
+        let pulled = runtime.block_on(oci::pull(&reference, &options)).unwrap();
+        assert_eq!(pulled.digest, pushed.digest);
+    });
     let windlass = best(|| {
         let (_, pulled) = runtime.block_on(oci::pull_bundle(&reference, &options)).unwrap();
         assert_eq!(pulled.digest, pushed.digest);
@@ -58,6 +62,7 @@ fn main() {
         assert!(status.success());
     });
     let _ = std::fs::remove_dir_all(&target);
+    println!("windlass pull + verify + unpack:        {:.1} ms", pull_only.as_secs_f64() * 1e3);
     println!("windlass pull + verify + unpack + load: {:.1} ms", windlass.as_secs_f64() * 1e3);
     println!("skopeo copy to dir (no unpack):        {:.1} ms", skopeo.as_secs_f64() * 1e3);
 }

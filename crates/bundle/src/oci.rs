@@ -322,10 +322,22 @@ pub fn bundle_labels(annotations: &Annotations) -> BTreeMap<String, String> {
     labels
 }
 
-/// Pushes a bundle tree (which must be in bundle layout) as a one-layer OCI image.
+/// Pushes a bundle tree (which must be in bundle layout) as a one-layer OCI image labelled
+/// with the registry+v1 bundle keys.
 pub async fn push(
     tree: &FileTree,
     annotations: &Annotations,
+    reference: &str,
+    options: &RegistryOptions,
+) -> Result<Pushed, OciError> {
+    push_image(tree, &bundle_labels(annotations), reference, options).await
+}
+
+/// Pushes any file tree as a one-layer OCI image (`tar+gzip` layer, OCI config carrying
+/// `labels`). Catalog images use it too.
+pub async fn push_image(
+    tree: &FileTree,
+    labels: &BTreeMap<String, String>,
     reference: &str,
     options: &RegistryOptions,
 ) -> Result<Pushed, OciError> {
@@ -343,9 +355,8 @@ pub async fn push(
             .map_err(io)?;
         sha256(&raw)
     };
-    let labels = bundle_labels(annotations);
     let config_bytes =
-        serde_json::to_vec(&image_config(&labels, &diff_id)).expect("a JSON value serialises");
+        serde_json::to_vec(&image_config(labels, &diff_id)).expect("a JSON value serialises");
     let config = Config::new(
         config_bytes,
         manifest::IMAGE_CONFIG_MEDIA_TYPE.to_string(),
@@ -371,8 +382,7 @@ pub async fn push(
         .await
         .map_err(|e| map_error(&parsed, e))?;
     let manifest_bytes = serde_json::to_vec(&image_manifest).expect("a manifest serialises");
-    // The registry stores the manifest bytes oci-client sends, which are this serialisation;
-    // ask the registry anyway so the digest we report is the one it serves.
+    // Ask the registry for the digest it serves; fall back to hashing what was sent.
     let digest = client
         .fetch_manifest_digest(&parsed, &auth)
         .await

@@ -38,6 +38,61 @@ pub fn read(path: &Path) -> Result<Loaded, LoadError> {
     Ok(loaded)
 }
 
+/// The label naming the folder of a catalog image that holds its file-based catalog.
+pub const CONFIGS_LABEL: &str = "operators.operatorframework.io.index.configs.v1";
+
+/// Reads a file-based catalog held in memory (a pulled catalog image): every `.json`, `.yaml`
+/// and `.yml` file under `dir` (empty: the whole tree).
+pub fn read_tree(
+    tree: &windlass_bundle::FileTree,
+    dir: &str,
+    source: &str,
+) -> Result<Loaded, LoadError> {
+    let dir = dir.trim_matches('/');
+    let mut loaded = Loaded::default();
+    for (key, bytes) in &tree.files {
+        let inside = dir.is_empty() || key.starts_with(&format!("{dir}/"));
+        let path = Path::new(key);
+        if !inside
+            || !path
+                .extension()
+                .is_some_and(|e| e == "json" || e == "yaml" || e == "yml")
+        {
+            continue;
+        }
+        let file = Path::new(source).join(key);
+        let text = std::str::from_utf8(bytes).map_err(|_| LoadError::Invalid {
+            file: file.clone(),
+            message: "not UTF-8 text".into(),
+        })?;
+        for blob in parse_blobs(&file, text)? {
+            add_blob(&file, blob, &mut loaded)?;
+        }
+    }
+    for name in loaded.catalog.packages.keys() {
+        loaded
+            .package_sources
+            .insert(name.clone(), std::path::PathBuf::from(source));
+    }
+    Ok(loaded)
+}
+
+/// A catalog as the files of a catalog image: `configs/<package>/catalog.json`, one per
+/// package, each the rendered blobs of that package.
+pub fn image_tree(catalog: &crate::model::Catalog) -> std::io::Result<windlass_bundle::FileTree> {
+    let mut tree = windlass_bundle::FileTree::default();
+    for (name, package) in &catalog.packages {
+        let single = crate::model::Catalog {
+            packages: [(name.clone(), package.clone())].into(),
+        };
+        let mut bytes = Vec::new();
+        write_json(&render(&single), &mut bytes)?;
+        tree.files
+            .insert(format!("configs/{name}/catalog.json"), bytes);
+    }
+    Ok(tree)
+}
+
 fn collect(path: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), LoadError> {
     if path.is_file() {
         out.push(path.to_path_buf());

@@ -89,3 +89,19 @@ fn reads_opm_style_streams_with_deprecations_and_reports_bad_blobs() {
     std::fs::write(&file, "name: nothing\n").unwrap();
     assert!(read(&file).unwrap_err().to_string().contains("no `schema`"));
 }
+
+#[test]
+fn a_catalog_image_tree_reads_back_as_the_same_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::load::tests::package_manifest(dir.path());
+    crate::load::tests::bundle_layout(dir.path());
+    let catalog = read_catalog(dir.path()).unwrap().catalog;
+    let tree = image_tree(&catalog).unwrap();
+    assert_eq!(
+        tree.files.keys().collect::<Vec<_>>(),
+        vec!["configs/demo/catalog.json", "configs/other/catalog.json"]
+    );
+    let back = read_tree(&tree, "/configs", "image").unwrap();
+    assert!(back.issues.is_empty(), "{:?}", back.issues);
+    assert_eq!(back.catalog, catalog);
+}

@@ -7,6 +7,8 @@ pub enum CatalogCommand {
     /// Print catalogs (directories, file-based catalogs or bundle images) as a file-based-catalog
     /// stream in the shape `opm render` emits.
     Render(super::catalog_render::RenderArgs),
+    /// Push a catalog as an OCI image holding its file-based catalog under /configs.
+    Push(super::catalog_render::PushArgs),
     /// Check a catalog: every bundle, versions added twice, channels, default channels.
     Lint(super::catalog_render::LintArgs),
     /// The upgrade hops from one version to another, each a real edge.
@@ -21,6 +23,7 @@ pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
     match command {
         CatalogCommand::Render(args) => super::catalog_render::render(args),
         CatalogCommand::Lint(args) => super::catalog_render::lint(args),
+        CatalogCommand::Push(args) => super::catalog_render::push(args),
         CatalogCommand::UpgradePath(args) => super::catalog_graph::upgrade_path(args),
         CatalogCommand::Resolve(args) => super::catalog_graph::resolve(args),
         CatalogCommand::Graph(args) => super::catalog_graph::graph(args),

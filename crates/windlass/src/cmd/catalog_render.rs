@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use windlass_catalog::fbc::{CONFIGS_LABEL, image_tree, read_tree};
 use windlass_catalog::lint::lint_loaded;
 use windlass_catalog::load::{
     LoadIssue, Loaded, ReadOptions, read_catalogs, read_catalogs_with, read_images,
@@ -11,8 +12,8 @@ use windlass_catalog::load::{
 
 #[derive(clap::Args)]
 pub struct RenderArgs {
-    /// Catalog directories (package-manifest or bundle layout), file-based catalogs, or bundle
-    /// image references; merged into one catalog.
+    /// Catalog directories (package-manifest or bundle layout), file-based catalogs, catalog
+    /// images or bundle images (by reference); merged into one catalog.
     #[arg(required = true)]
     pub sources: Vec<String>,
     #[arg(short = 'o', long, default_value = "json", value_parser = ["json", "yaml"])]
@@ -30,7 +31,29 @@ pub struct LintArgs {
     pub output: String,
 }
 
-/// Reads local sources and bundle images into one catalog.
+#[derive(clap::Args)]
+pub struct PushArgs {
+    /// A catalog directory or file-based catalog.
+    pub dir: PathBuf,
+    /// Image reference, for example 127.0.0.1:5000/catalog:latest.
+    pub reference: String,
+    #[command(flatten)]
+    pub registry: super::bundle_registry::RegistryArgs,
+}
+
+/// Merges `more` into `loaded`; a package from two sources is an error.
+fn merge(loaded: &mut Loaded, more: Loaded, source: &str) -> anyhow::Result<()> {
+    for (name, package) in more.catalog.packages {
+        if loaded.catalog.packages.contains_key(&name) {
+            anyhow::bail!("package {name} comes from {source} and from another source");
+        }
+        loaded.catalog.packages.insert(name, package);
+    }
+    loaded.issues.extend(more.issues);
+    Ok(())
+}
+
+/// Reads local sources, catalog images and bundle images into one catalog.
 fn read_sources(
     sources: &[String],
     registry: &super::bundle_registry::RegistryArgs,
@@ -46,27 +69,78 @@ fn read_sources(
             keep_manifests: false,
         },
     )?;
-    if !references.is_empty() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let mut images = Vec::new();
-        for reference in references {
-            let options = registry.options(reference)?;
-            let (bundle, _) =
-                runtime.block_on(windlass_bundle::oci::pull_bundle(reference, &options))?;
-            images.push((bundle, reference.clone()));
-        }
-        let pulled = read_images(images)?;
-        for (name, package) in pulled.catalog.packages {
-            if loaded.catalog.packages.contains_key(&name) {
-                anyhow::bail!("package {name} comes both from a local catalog and from images");
+    if references.is_empty() {
+        return Ok(loaded);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut bundles = Vec::new();
+    for reference in references {
+        let options = registry.options(reference)?;
+        let pulled = runtime.block_on(windlass_bundle::oci::pull(reference, &options))?;
+        if let Some(configs) = pulled.labels.get(CONFIGS_LABEL) {
+            merge(
+                &mut loaded,
+                read_tree(&pulled.files, configs, reference)?,
+                reference,
+            )?;
+        } else {
+            let mut bundle = windlass_bundle::from_files(&pulled.files, reference)?;
+            if bundle.annotations.0.is_empty() {
+                bundle.annotations = windlass_bundle::metadata::Annotations(pulled.labels.clone());
             }
-            loaded.catalog.packages.insert(name, package);
+            bundles.push((bundle, reference.clone()));
         }
-        loaded.issues.extend(pulled.issues);
+    }
+    if !bundles.is_empty() {
+        merge(&mut loaded, read_images(bundles)?, "bundle images")?;
     }
     Ok(loaded)
+}
+
+/// Pushes a catalog as an OCI image: `configs/<package>/catalog.json` in one layer, labelled
+/// with the file-based-catalog location as opm-built catalog images are.
+pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    let loaded = read_catalogs_with(
+        &[args.dir.clone()],
+        ReadOptions {
+            keep_manifests: false,
+        },
+    )?;
+    let lost: Vec<&LoadIssue> = loaded.issues.iter().filter(|i| i.loses_content()).collect();
+    if !lost.is_empty() {
+        for issue in lost {
+            eprintln!("error: {issue}");
+        }
+        eprintln!("not pushed: the catalog would miss bundles");
+        return Ok(ExitCode::from(1));
+    }
+    let tree = image_tree(&loaded.catalog)?;
+    let labels = [(CONFIGS_LABEL.to_string(), "/configs".to_string())].into();
+    let options = args.registry.options(&args.reference)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let pushed = runtime.block_on(windlass_bundle::oci::push_image(
+        &tree,
+        &labels,
+        &args.reference,
+        &options,
+    ))?;
+    println!(
+        "pushed {} package(s), {} bundle(s) to {}@{}",
+        loaded.catalog.packages.len(),
+        loaded
+            .catalog
+            .packages
+            .values()
+            .map(|p| p.bundles.len())
+            .sum::<usize>(),
+        pushed.reference,
+        pushed.digest
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn render(args: RenderArgs) -> anyhow::Result<ExitCode> {
