@@ -57,3 +57,8 @@ lint: ## rustfmt and clippy, warnings as errors
 .PHONY: crds
 crds: ## Regenerate the CRD YAML in config/crd and the Helm chart from crates/api
 	$(CARGO) run -q -p windlass-api --bin crdgen -- config/crd config/helm/windlass/crds
+
+.PHONY: bench-e2e
+bench-e2e: ## Benchmarks against the local control plane (CSV install time vs kubectl, idle writes, RSS)
+	$(CARGO) build --release -p windlass
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install

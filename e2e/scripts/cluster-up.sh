@@ -77,6 +77,8 @@ launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --service-cluster-ip-range 10.0.0.0/24 \
   --service-account-issuer "https://127.0.0.1:$APISERVER_PORT" \
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+  --audit-policy-file "$E2E_DIR/audit/policy.yaml" --audit-log-path "$STATE_DIR/logs/audit.log" \
+  --audit-log-maxsize 200 --audit-log-maxbackup 1 \
   --enable-priority-and-fairness=false --profiling=false --v=1
 wait_for kube-apiserver 60 curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
   "https://127.0.0.1:$APISERVER_PORT/readyz"
