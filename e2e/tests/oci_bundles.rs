@@ -107,3 +107,34 @@ async fn pulling_a_tag_that_does_not_exist_says_not_found() {
     let error = oci::pull(&reference, &options()).await.unwrap_err();
     assert!(matches!(error, oci::OciError::NotFound { .. }), "{error}");
 }
+
+#[tokio::test]
+async fn a_catalog_pushed_as_an_image_reads_back_as_the_same_catalog() {
+    use windlass_catalog::fbc::{CONFIGS_LABEL, image_tree, read_tree};
+    let registry = windlass_testkit::registry();
+    let reference = format!("{}:latest", registry.unique_repository("e2e/catalog"));
+    let catalog = windlass_catalog::load_catalog(&corpus().join("etcd")).unwrap();
+    let labels = [(CONFIGS_LABEL.to_string(), "/configs".to_string())].into();
+    let pushed = oci::push_image(
+        &image_tree(&catalog).unwrap(),
+        &labels,
+        &reference,
+        &options(),
+    )
+    .await
+    .unwrap();
+
+    let inspect: serde_json::Value =
+        serde_json::from_str(&run_ok(std::process::Command::new("skopeo").args([
+            "inspect",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ])))
+        .unwrap();
+    assert_eq!(inspect["Digest"], pushed.digest.as_str());
+    assert_eq!(inspect["Labels"][CONFIGS_LABEL], "/configs");
+
+    let pulled = oci::pull(&reference, &options()).await.unwrap();
+    let back = read_tree(&pulled.files, &pulled.labels[CONFIGS_LABEL], &reference).unwrap();
+    assert_eq!(back.catalog, catalog);
+}
