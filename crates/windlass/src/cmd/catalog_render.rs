@@ -103,7 +103,7 @@ fn read_sources(
 /// with the file-based-catalog location as opm-built catalog images are.
 pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let loaded = read_catalogs_with(
-        &[args.dir.clone()],
+        std::slice::from_ref(&args.dir),
         ReadOptions {
             keep_manifests: false,
         },
