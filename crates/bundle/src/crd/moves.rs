@@ -69,10 +69,9 @@ pub(super) fn from_v1beta1(
         None => None,
     };
     let top_sub = spec.get("subresources").cloned();
-    let top_columns = match spec.get("additionalPrinterColumns") {
-        Some(c) => Some(columns_to_v1(c, "spec.additionalPrinterColumns", rec)),
-        None => None,
-    };
+    let top_columns = spec
+        .get("additionalPrinterColumns")
+        .map(|c| columns_to_v1(c, "spec.additionalPrinterColumns", rec));
     let mut versions = listed_versions(spec, rec)?;
     for (i, v) in versions.iter_mut().enumerate() {
         let path = index("spec", "versions", i);
@@ -171,10 +170,10 @@ pub(super) fn tidy_v1(
             "v1 refuses true on new CRDs; unknown fields are kept through the schema instead",
         );
     }
-    if !spec
+    if spec
         .get("scope")
         .and_then(Value::as_str)
-        .is_some_and(|s| !s.is_empty())
+        .is_none_or(str::is_empty)
     {
         let s = scope(spec, rec);
         spec.insert("scope".into(), Value::String(s));
@@ -375,7 +374,8 @@ fn conversion_to_v1(conversion: &Value, path: &str, rec: &mut Recorder) -> Value
     let legacy =
         c.contains_key("webhookClientConfig") || c.contains_key("conversionReviewVersions");
     let webhook = c.get("strategy").and_then(Value::as_str) == Some("Webhook");
-    if !legacy && !(webhook && !c.contains_key("webhook")) {
+    let needs_webhook_block = webhook && !c.contains_key("webhook");
+    if !legacy && !needs_webhook_block {
         return conversion.clone();
     }
     let mut out = Map::new();
