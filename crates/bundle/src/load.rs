@@ -184,7 +184,9 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
         Layout::PackageManifest => tree
             .files
             .iter()
-            .filter(|(k, _)| !k.ends_with(".package.yaml"))
+            // Like OLM's directory loader: the version folder's own files are the manifests;
+            // `metadata/` (dependencies, properties) is read as metadata below.
+            .filter(|(k, _)| !k.ends_with(".package.yaml") && !k.contains('/'))
             .map(|(k, v)| (k.as_str(), v.as_slice()))
             .collect(),
     };

@@ -97,6 +97,23 @@ fn reads_a_flat_package_manifest_folder() {
 }
 
 #[test]
+fn a_package_manifest_folder_reads_metadata_as_metadata_and_ignores_subfolders() {
+    let t = tree(&[
+        ("demo.v1.2.0.clusterserviceversion.yaml", CSV),
+        ("widgets.crd.yaml", CRD),
+        (
+            "metadata/dependencies.yaml",
+            "dependencies:\n- type: olm.package\n  value: {packageName: etcd, version: '>=0.9.0'}\n",
+        ),
+        ("tests/scorecard/config.yaml", "kind: Configuration\napiVersion: scorecard.operatorframework.io/v1alpha3\n"),
+    ]);
+    let bundle = from_files(&t, "nowhere/1.2.0").unwrap();
+    assert_eq!(bundle.layout, Layout::PackageManifest);
+    assert_eq!(bundle.manifests.len(), 2, "{:?}", bundle.manifests.iter().map(|m| &m.file).collect::<Vec<_>>());
+    assert_eq!(bundle.dependencies.len(), 1);
+}
+
+#[test]
 fn the_package_name_of_a_version_folder_comes_from_its_package_file() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("demo.package.yaml"), "packageName: demo\ndefaultChannel: stable\nchannels:\n- {name: stable, currentCSV: demo-operator.v1.2.0}\n").unwrap();
