@@ -4,7 +4,10 @@
 //! - the manager's writes per minute once everything is installed (from the audit log);
 //! - the manager's resident memory when idle.
 
-use std::{path::Path, time::{Duration, Instant}};
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, ResourceExt, api::PostParams};
@@ -22,7 +25,11 @@ async fn main() {
     let client = windlass_testkit::client().await;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundles/acme-db/1.0.0");
     let bundle = windlass_bundle::load_bundle(&dir).expect("loading acme-db 1.0.0");
-    for manifest in bundle.manifests.iter().filter(|m| m.object["kind"] == "CustomResourceDefinition") {
+    for manifest in bundle
+        .manifests
+        .iter()
+        .filter(|m| m.object["kind"] == "CustomResourceDefinition")
+    {
         windlass_testkit::apply_crd(&client, &manifest.object).await;
     }
     let definition = json!({
@@ -39,16 +46,28 @@ async fn main() {
         let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
         let csv = ClusterServiceVersion::new(
             bundle.csv.name(),
-            ClusterServiceVersionSpec { definition: definition.clone(), target_namespaces: vec![ns.name.clone()], ..Default::default() },
+            ClusterServiceVersionSpec {
+                definition: definition.clone(),
+                target_namespaces: vec![ns.name.clone()],
+                ..Default::default()
+            },
         );
         let start = Instant::now();
         api.create(&PostParams::default(), &csv).await.unwrap();
         loop {
-            let phase = api.get(&csv.name_any()).await.unwrap().status.and_then(|s| s.phase);
+            let phase = api
+                .get(&csv.name_any())
+                .await
+                .unwrap()
+                .status
+                .and_then(|s| s.phase);
             if phase == Some(CsvPhase::Succeeded) {
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(120), "CSV did not succeed: {phase:?}");
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "CSV did not succeed: {phase:?}"
+            );
             tokio::time::sleep(POLL).await;
         }
         windlass_times.push(start.elapsed());
@@ -69,7 +88,10 @@ async fn main() {
         let items: Vec<_> = desired::build(&ctx)
             .into_iter()
             .map(|mut o| {
-                o.object["metadata"].as_object_mut().unwrap().remove("ownerReferences");
+                o.object["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("ownerReferences");
                 if !o.owned {
                     // Cluster-scoped names carry the namespace, so rounds do not collide.
                     o.object["metadata"]["name"] = json!(format!("{}-kubectl", o.name()));
@@ -78,14 +100,29 @@ async fn main() {
             })
             .collect();
         let file = std::env::temp_dir().join(format!("{}.json", ns.name));
-        std::fs::write(&file, serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "List", "items": items}))
+                .unwrap(),
+        )
+        .unwrap();
         let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
         let start = Instant::now();
         run_ok(kubectl().args(["apply", "--server-side", "-f"]).arg(&file));
         loop {
-            let ready = deployments.list(&Default::default()).await.unwrap().items.iter().all(|d| {
-                d.status.as_ref().and_then(|s| s.available_replicas).unwrap_or(0) >= d.spec.replicas.unwrap_or(1)
-            });
+            let ready = deployments
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .all(|d| {
+                    d.status
+                        .as_ref()
+                        .and_then(|s| s.available_replicas)
+                        .unwrap_or(0)
+                        >= d.spec.replicas.unwrap_or(1)
+                });
             if ready {
                 break;
             }
@@ -93,7 +130,13 @@ async fn main() {
         }
         kubectl_times.push(start.elapsed());
         let _ = std::fs::remove_file(file);
-        run_ok(kubectl().args(["delete", "clusterrole,clusterrolebinding", "-l", &format!("windlass.dev/csv-namespace={}", ns.name), "--ignore-not-found"]));
+        run_ok(kubectl().args([
+            "delete",
+            "clusterrole,clusterrolebinding",
+            "-l",
+            &format!("windlass.dev/csv-namespace={}", ns.name),
+            "--ignore-not-found",
+        ]));
         namespaces.push(ns);
     }
     let median = |times: &mut Vec<Duration>| {
@@ -101,9 +144,20 @@ async fn main() {
         times[times.len() / 2]
     };
     let (w, k) = (median(&mut windlass_times), median(&mut kubectl_times));
-    println!("csv-to-succeeded median {:.2}s over {ROUNDS} rounds (all: {:?})", w.as_secs_f64(), windlass_times);
-    println!("kubectl-apply-to-available median {:.2}s (all: {:?})", k.as_secs_f64(), kubectl_times);
-    println!("ratio windlass/kubectl {:.2}", w.as_secs_f64() / k.as_secs_f64());
+    println!(
+        "csv-to-succeeded median {:.2}s over {ROUNDS} rounds (all: {:?})",
+        w.as_secs_f64(),
+        windlass_times
+    );
+    println!(
+        "kubectl-apply-to-available median {:.2}s (all: {:?})",
+        k.as_secs_f64(),
+        kubectl_times
+    );
+    println!(
+        "ratio windlass/kubectl {:.2}",
+        w.as_secs_f64() / k.as_secs_f64()
+    );
 
     // Steady state: nothing changes for a minute; count the manager's writes in the audit log.
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -111,7 +165,10 @@ async fn main() {
     let before = manager_writes(&audit);
     tokio::time::sleep(Duration::from_secs(60)).await;
     let after = manager_writes(&audit);
-    println!("manager writes in one idle minute with {ROUNDS} CSVs installed: {}", after.saturating_sub(before));
+    println!(
+        "manager writes in one idle minute with {ROUNDS} CSVs installed: {}",
+        after.saturating_sub(before)
+    );
     if let Some(rss) = manager_rss_kib() {
         println!("manager idle RSS {:.1} MiB", rss as f64 / 1024.0);
     }
@@ -121,12 +178,21 @@ async fn main() {
 fn manager_writes(audit: &Path) -> usize {
     let text = std::fs::read_to_string(audit).unwrap_or_default();
     text.lines()
-        .filter(|line| line.contains("\"userAgent\":\"windlass-manager/") && line.contains("\"stage\":\"ResponseComplete\""))
+        .filter(|line| {
+            line.contains("\"userAgent\":\"windlass-manager/")
+                && line.contains("\"stage\":\"ResponseComplete\"")
+        })
         .count()
 }
 
 fn manager_rss_kib() -> Option<u64> {
     let pid = std::fs::read_to_string(state_dir().join("pids/manager")).ok()?;
     let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).ok()?;
-    status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }

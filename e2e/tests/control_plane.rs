@@ -64,14 +64,24 @@ async fn crd_becomes_established_and_a_custom_resource_round_trips() {
             .status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"));
-        if established { Ok(()) } else { Err(format!("{:?}", crd.status)) }
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
+        if established {
+            Ok(())
+        } else {
+            Err(format!("{:?}", crd.status))
+        }
     })
     .await;
 
     let gvk = GroupVersionKind::gvk(&group, "v1", "Widget");
-    let widgets: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &ns.name, &ApiResource::from_gvk_with_plural(&gvk, "widgets"));
+    let widgets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+    );
     let widget: DynamicObject = serde_json::from_value(json!({
         "apiVersion": format!("{group}/v1"),
         "kind": "Widget",
@@ -81,11 +91,17 @@ async fn crd_becomes_established_and_a_custom_resource_round_trips() {
     .unwrap();
     // The discovery cache of a fresh CRD can lag Established by a moment.
     let created = wait_for("the Widget to be accepted", TIMEOUT, || async {
-        widgets.create(&PostParams::default(), &widget).await.map_err(|e| e.to_string())
+        widgets
+            .create(&PostParams::default(), &widget)
+            .await
+            .map_err(|e| e.to_string())
     })
     .await;
     let read = widgets.get("w1").await.unwrap();
-    assert_eq!(read.data["spec"], json!({"size": 3, "labels": {"tier": "gold"}}));
+    assert_eq!(
+        read.data["spec"],
+        json!({"size": 3, "labels": {"tier": "gold"}})
+    );
     assert_eq!(read.metadata.uid, created.metadata.uid);
 
     crds.delete(&name, &DeleteParams::default()).await.unwrap();
@@ -131,22 +147,49 @@ async fn deployment_becomes_available_and_an_injected_failure_crash_loops() {
     let ns = TestNamespace::create(&client, "deploy").await;
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
     let pods = Api::<Pod>::namespaced(client.clone(), &ns.name);
-    deployments.create(&PostParams::default(), &pause_deployment("healthy", false)).await.unwrap();
-    deployments.create(&PostParams::default(), &pause_deployment("broken", true)).await.unwrap();
+    deployments
+        .create(&PostParams::default(), &pause_deployment("healthy", false))
+        .await
+        .unwrap();
+    deployments
+        .create(&PostParams::default(), &pause_deployment("broken", true))
+        .await
+        .unwrap();
 
     wait_for("deployment healthy to be Available", TIMEOUT, || async {
-        let d = deployments.get("healthy").await.map_err(|e| e.to_string())?;
-        if available(&d) == Some(true) { Ok(()) } else { Err(format!("{:?}", d.status)) }
+        let d = deployments
+            .get("healthy")
+            .await
+            .map_err(|e| e.to_string())?;
+        if available(&d) == Some(true) {
+            Ok(())
+        } else {
+            Err(format!("{:?}", d.status))
+        }
     })
     .await;
 
     let restarts = wait_for("the broken pod to crash-loop twice", TIMEOUT, || async {
-        let list = pods.list(&ListParams::default().labels("app=broken")).await.map_err(|e| e.to_string())?;
+        let list = pods
+            .list(&ListParams::default().labels("app=broken"))
+            .await
+            .map_err(|e| e.to_string())?;
         let pod = list.items.first().ok_or("no pod yet")?;
         let status = pod.status.as_ref().ok_or("no status")?;
-        let container = status.container_statuses.as_ref().and_then(|c| c.first()).ok_or("no container status")?;
-        let waiting = container.state.as_ref().and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.clone());
-        if waiting.as_deref() == Some("CrashLoopBackOff") && container.restart_count >= 2 && !container.ready {
+        let container = status
+            .container_statuses
+            .as_ref()
+            .and_then(|c| c.first())
+            .ok_or("no container status")?;
+        let waiting = container
+            .state
+            .as_ref()
+            .and_then(|s| s.waiting.as_ref())
+            .and_then(|w| w.reason.clone());
+        if waiting.as_deref() == Some("CrashLoopBackOff")
+            && container.restart_count >= 2
+            && !container.ready
+        {
             Ok(container.restart_count)
         } else {
             Err(format!("{status:?}"))
@@ -155,8 +198,20 @@ async fn deployment_becomes_available_and_an_injected_failure_crash_loops() {
     .await;
     assert!(restarts >= 2);
     let broken = deployments.get("broken").await.unwrap();
-    assert_eq!(available(&broken), Some(false), "broken deployment status: {:?}", broken.status);
-    assert_eq!(broken.status.as_ref().and_then(|s| s.available_replicas).unwrap_or(0), 0);
+    assert_eq!(
+        available(&broken),
+        Some(false),
+        "broken deployment status: {:?}",
+        broken.status
+    );
+    assert_eq!(
+        broken
+            .status
+            .as_ref()
+            .and_then(|s| s.available_replicas)
+            .unwrap_or(0),
+        0
+    );
 }
 
 /// Deleting an owner garbage-collects its dependents (ownerReferences work).
@@ -167,8 +222,12 @@ async fn deleting_an_owner_garbage_collects_its_dependents() {
     let config_maps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
     let secrets = Api::<Secret>::namespaced(client.clone(), &ns.name);
     let owner: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "owner"}})).unwrap();
-    let owner = config_maps.create(&PostParams::default(), &owner).await.unwrap();
-    let mut dependent: Secret = serde_json::from_value(json!({"metadata": {"name": "dependent"}})).unwrap();
+    let owner = config_maps
+        .create(&PostParams::default(), &owner)
+        .await
+        .unwrap();
+    let mut dependent: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "dependent"}})).unwrap();
     dependent.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "v1".into(),
         kind: "ConfigMap".into(),
@@ -176,15 +235,25 @@ async fn deleting_an_owner_garbage_collects_its_dependents() {
         uid: owner.uid().unwrap(),
         ..Default::default()
     }]);
-    secrets.create(&PostParams::default(), &dependent).await.unwrap();
+    secrets
+        .create(&PostParams::default(), &dependent)
+        .await
+        .unwrap();
 
-    config_maps.delete("owner", &DeleteParams::background()).await.unwrap();
-    wait_for("the dependent Secret to be garbage-collected", TIMEOUT, || async {
-        match secrets.get_opt("dependent").await {
-            Ok(None) => Ok(()),
-            Ok(Some(s)) => Err(format!("still there: {:?}", s.metadata)),
-            Err(e) => Err(e.to_string()),
-        }
-    })
+    config_maps
+        .delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    wait_for(
+        "the dependent Secret to be garbage-collected",
+        TIMEOUT,
+        || async {
+            match secrets.get_opt("dependent").await {
+                Ok(None) => Ok(()),
+                Ok(Some(s)) => Err(format!("still there: {:?}", s.metadata)),
+                Err(e) => Err(e.to_string()),
+            }
+        },
+    )
     .await;
 }

@@ -19,36 +19,70 @@ fn corpus() -> PathBuf {
 async fn install_unmodified(package_version: &str) {
     require_manager();
     let dir = corpus().join("operatorhub").join(package_version);
-    assert!(dir.exists(), "{} is missing: the corpus is expected at ../shared/corpus (or WINDLASS_CORPUS)", dir.display());
-    let bundle = windlass_bundle::load_bundle(&dir).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()));
+    assert!(
+        dir.exists(),
+        "{} is missing: the corpus is expected at ../shared/corpus (or WINDLASS_CORPUS)",
+        dir.display()
+    );
+    let bundle = windlass_bundle::load_bundle(&dir)
+        .unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()));
     let client = windlass_testkit::client().await;
     let ns = TestNamespace::create(&client, "corpus").await;
 
-    for manifest in bundle.manifests.iter().filter(|m| m.object["kind"] == "CustomResourceDefinition") {
-        assert_eq!(manifest.object["apiVersion"], "apiextensions.k8s.io/v1", "{}: this test installs v1 CRDs as shipped", manifest.file);
+    for manifest in bundle
+        .manifests
+        .iter()
+        .filter(|m| m.object["kind"] == "CustomResourceDefinition")
+    {
+        assert_eq!(
+            manifest.object["apiVersion"], "apiextensions.k8s.io/v1",
+            "{}: this test installs v1 CRDs as shipped",
+            manifest.file
+        );
         windlass_testkit::apply_crd(&client, &manifest.object).await;
     }
 
-    let all_namespaces = bundle.csv.spec.install_modes.iter().any(|m| m.type_ == "AllNamespaces" && m.supported);
-    let targets = if all_namespaces { vec![] } else { vec![ns.name.clone()] };
+    let all_namespaces = bundle
+        .csv
+        .spec
+        .install_modes
+        .iter()
+        .any(|m| m.type_ == "AllNamespaces" && m.supported);
+    let targets = if all_namespaces {
+        vec![]
+    } else {
+        vec![ns.name.clone()]
+    };
     let definition = json!({
         "metadata": {"annotations": bundle.csv.metadata.annotations, "labels": bundle.csv.metadata.labels},
         "spec": serde_json::to_value(&bundle.csv.spec).unwrap(),
     });
     let csv = ClusterServiceVersion::new(
         bundle.csv.name(),
-        ClusterServiceVersionSpec { definition, target_namespaces: targets, progress_deadline_seconds: Some(60), ..Default::default() },
+        ClusterServiceVersionSpec {
+            definition,
+            target_namespaces: targets,
+            progress_deadline_seconds: Some(60),
+            ..Default::default()
+        },
     );
     let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
     api.create(&PostParams::default(), &csv).await.unwrap();
     let timeout = Duration::from_secs(120);
-    let outcome = tokio::time::timeout(timeout + Duration::from_secs(5), wait_for(&format!("{package_version} to Succeed"), timeout, || async {
-        let csv = api.get(&csv.name_any()).await.map_err(|e| e.to_string())?;
-        match csv.status.as_ref().and_then(|s| s.phase) {
-            Some(CsvPhase::Succeeded) => Ok(()),
-            _ => Err(format!("{:?}", csv.status)),
-        }
-    }))
+    let outcome = tokio::time::timeout(
+        timeout + Duration::from_secs(5),
+        wait_for(
+            &format!("{package_version} to Succeed"),
+            timeout,
+            || async {
+                let csv = api.get(&csv.name_any()).await.map_err(|e| e.to_string())?;
+                match csv.status.as_ref().and_then(|s| s.phase) {
+                    Some(CsvPhase::Succeeded) => Ok(()),
+                    _ => Err(format!("{:?}", csv.status)),
+                }
+            },
+        ),
+    )
     .await;
     if outcome.is_err() {
         panic!("timed out; manager log:\n{}", manager_log_tail(40));
@@ -56,9 +90,17 @@ async fn install_unmodified(package_version: &str) {
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
     for spec in bundle.csv.deployments() {
         let deployment = deployments.get(&spec.name).await.unwrap();
-        assert_eq!(deployment.status.and_then(|s| s.available_replicas).unwrap_or(0), spec.spec["replicas"].as_i64().unwrap_or(1) as i32);
+        assert_eq!(
+            deployment
+                .status
+                .and_then(|s| s.available_replicas)
+                .unwrap_or(0),
+            spec.spec["replicas"].as_i64().unwrap_or(1) as i32
+        );
     }
-    api.delete(&csv.name_any(), &Default::default()).await.unwrap();
+    api.delete(&csv.name_any(), &Default::default())
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

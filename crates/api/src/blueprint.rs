@@ -28,10 +28,29 @@ use crate::{
     printcolumn(name = "Version", type_ = "string", json_path = ".status.version"),
     printcolumn(name = "Old Version", type_ = "string", json_path = ".spec.oldVersion"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
-    printcolumn(name = "Catalog", type_ = "string", json_path = ".spec.bundle.catalog", priority = "1"),
-    printcolumn(name = "Approval", type_ = "string", json_path = ".spec.approval", priority = "1"),
-    printcolumn(name = "Revision", type_ = "integer", json_path = ".spec.revision", priority = "1")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Catalog",
+        type_ = "string",
+        json_path = ".spec.bundle.catalog",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Approval",
+        type_ = "string",
+        json_path = ".spec.approval",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Revision",
+        type_ = "integer",
+        json_path = ".spec.revision",
+        priority = "1"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct BlueprintSpec {
@@ -46,7 +65,11 @@ pub struct BlueprintSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old_version: Option<String>,
     /// The CSV name of the last revision that Succeeded.
-    #[serde(default, rename = "oldClusterServiceVersionName", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "oldClusterServiceVersionName",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub old_cluster_service_version_name: Option<String>,
     /// Counts the plans this Blueprint has carried; each new target is a new revision.
     #[serde(default)]

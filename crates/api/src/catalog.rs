@@ -22,7 +22,11 @@ use crate::condition::{Condition, conditions_schema};
     printcolumn(name = "Priority", type_ = "integer", json_path = ".spec.priority"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Packages", type_ = "integer", json_path = ".status.packages"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogSpec {

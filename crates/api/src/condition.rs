@@ -34,7 +34,12 @@ pub struct Condition {
 }
 
 impl Condition {
-    pub fn new(type_: &str, status: ConditionStatus, reason: &str, message: impl Into<String>) -> Condition {
+    pub fn new(
+        type_: &str,
+        status: ConditionStatus,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Condition {
         Condition {
             type_: type_.to_string(),
             status,
@@ -87,7 +92,10 @@ pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Conditio
 pub(crate) fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = generator.subschema_for::<Vec<Condition>>();
     schema.insert("x-kubernetes-list-type".into(), "map".into());
-    schema.insert("x-kubernetes-list-map-keys".into(), serde_json::json!(["type"]));
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["type"]),
+    );
     schema
 }
 
@@ -102,26 +110,50 @@ mod tests {
     #[test]
     fn transition_time_moves_only_when_status_changes() {
         let mut conditions = Vec::new();
-        assert!(set_condition(&mut conditions, Condition::new("Ready", ConditionStatus::False, "Installing", "a"), at(10)));
+        assert!(set_condition(
+            &mut conditions,
+            Condition::new("Ready", ConditionStatus::False, "Installing", "a"),
+            at(10)
+        ));
         assert_eq!(conditions[0].last_transition_time, Some(Time(at(10))));
 
         // Same status, new message: written, transition time kept.
-        assert!(set_condition(&mut conditions, Condition::new("Ready", ConditionStatus::False, "Installing", "b"), at(20)));
+        assert!(set_condition(
+            &mut conditions,
+            Condition::new("Ready", ConditionStatus::False, "Installing", "b"),
+            at(20)
+        ));
         assert_eq!(conditions[0].last_transition_time, Some(Time(at(10))));
         assert_eq!(conditions[0].message, "b");
 
         // Nothing new: no change reported, so the caller skips the write.
-        assert!(!set_condition(&mut conditions, Condition::new("Ready", ConditionStatus::False, "Installing", "b"), at(30)));
+        assert!(!set_condition(
+            &mut conditions,
+            Condition::new("Ready", ConditionStatus::False, "Installing", "b"),
+            at(30)
+        ));
 
-        assert!(set_condition(&mut conditions, Condition::new("Ready", ConditionStatus::True, "Succeeded", ""), at(40)));
+        assert!(set_condition(
+            &mut conditions,
+            Condition::new("Ready", ConditionStatus::True, "Succeeded", ""),
+            at(40)
+        ));
         assert_eq!(conditions[0].last_transition_time, Some(Time(at(40))));
     }
 
     #[test]
     fn conditions_are_kept_sorted_by_type() {
         let mut conditions = Vec::new();
-        set_condition(&mut conditions, Condition::new("Ready", ConditionStatus::True, "A", ""), at(1));
-        set_condition(&mut conditions, Condition::new("Progressing", ConditionStatus::True, "B", ""), at(1));
+        set_condition(
+            &mut conditions,
+            Condition::new("Ready", ConditionStatus::True, "A", ""),
+            at(1),
+        );
+        set_condition(
+            &mut conditions,
+            Condition::new("Progressing", ConditionStatus::True, "B", ""),
+            at(1),
+        );
         let types: Vec<_> = conditions.iter().map(|c| c.type_.as_str()).collect();
         assert_eq!(types, ["Progressing", "Ready"]);
     }

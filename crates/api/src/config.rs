@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Affinity, EnvVar, ResourceRequirements, Toleration, Volume, VolumeMount};
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, ResourceRequirements, Toleration, Volume, VolumeMount,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

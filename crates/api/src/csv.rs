@@ -23,11 +23,23 @@ use crate::{
     shortname = "wcsv",
     category = "windlass",
     doc = "One operator version to install and keep healthy, carrying the bundle's OLM ClusterServiceVersion unchanged.",
-    printcolumn(name = "Display", type_ = "string", json_path = ".spec.definition.spec.displayName"),
-    printcolumn(name = "Version", type_ = "string", json_path = ".spec.definition.spec.version"),
+    printcolumn(
+        name = "Display",
+        type_ = "string",
+        json_path = ".spec.definition.spec.displayName"
+    ),
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        json_path = ".spec.definition.spec.version"
+    ),
     printcolumn(name = "Supersedes", type_ = "string", json_path = ".spec.supersedes"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterServiceVersionSpec {
@@ -84,7 +96,9 @@ pub struct RequirementStatus {
 
 /// An object the CSV created that its ownerReference cannot clean up (cluster-scoped, or in
 /// another namespace); the CSV's finalizer removes these.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectReference {
     pub api_version: String,

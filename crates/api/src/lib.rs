@@ -4,6 +4,9 @@
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
 
+// kube's `printcolumn(...)` attributes repeat keys by design; clippy reads them as duplicates.
+#![allow(clippy::duplicated_attributes)]
+
 pub mod blueprint;
 pub mod catalog;
 pub mod condition;
@@ -15,7 +18,9 @@ pub use blueprint::{Blueprint, BlueprintSpec, BlueprintStatus};
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
 pub use condition::{Condition, ConditionStatus, set_condition};
 pub use config::{OperatorConfig, UpgradePolicy};
-pub use csv::{ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase};
+pub use csv::{
+    ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase,
+};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
 
 /// The API group of every windlass kind.
@@ -26,9 +31,16 @@ pub const FIELD_MANAGER: &str = "windlass";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
 /// Every CRD of the API, in the order they are written to `config/crd`.
-pub fn crds() -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> {
+pub fn crds()
+-> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
+{
     use kube::CustomResourceExt;
-    vec![Catalog::crd(), Subscription::crd(), Blueprint::crd(), ClusterServiceVersion::crd()]
+    vec![
+        Catalog::crd(),
+        Subscription::crd(),
+        Blueprint::crd(),
+        ClusterServiceVersion::crd(),
+    ]
 }
 
 /// The CRDs as `(file name, YAML)` pairs, exactly as `make crds` writes them to `config/crd`.
@@ -38,7 +50,10 @@ pub fn crd_files() -> Result<Vec<(String, String)>, serde_saphyr::ser::Error> {
         .map(|crd| {
             let file = format!("{}.yaml", crd.metadata.name.as_deref().unwrap_or_default());
             let yaml = serde_saphyr::to_string(&crd)?;
-            Ok((file, format!("# Generated from crates/api by `make crds`; do not edit.\n{yaml}")))
+            Ok((
+                file,
+                format!("# Generated from crates/api by `make crds`; do not edit.\n{yaml}"),
+            ))
         })
         .collect()
 }

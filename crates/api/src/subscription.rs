@@ -22,9 +22,17 @@ use crate::{
     doc = "A request to install an operator package from a catalog and keep it up to date.",
     printcolumn(name = "Package", type_ = "string", json_path = ".spec.package"),
     printcolumn(name = "Channel", type_ = "string", json_path = ".spec.channel"),
-    printcolumn(name = "Installed", type_ = "string", json_path = ".status.installedCSV"),
+    printcolumn(
+        name = "Installed",
+        type_ = "string",
+        json_path = ".status.installedCSV"
+    ),
     printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionSpec {
@@ -37,7 +45,11 @@ pub struct SubscriptionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_range: Option<String>,
     /// The CSV to install first instead of the channel head.
-    #[serde(default, rename = "startingCSV", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "startingCSV",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub starting_csv: Option<String>,
     /// The Catalog to install from; all catalogs by priority when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,10 +112,18 @@ pub struct SubscriptionStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<SubscriptionState>,
     /// The CSV that last Succeeded.
-    #[serde(default, rename = "installedCSV", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "installedCSV",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub installed_csv: Option<String>,
     /// The CSV windlass is installing or has installed now.
-    #[serde(default, rename = "currentCSV", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "currentCSV",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub current_csv: Option<String>,
     /// The Blueprint this Subscription owns.
     #[serde(default, skip_serializing_if = "Option::is_none")]

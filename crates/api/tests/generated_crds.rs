@@ -10,7 +10,11 @@ fn checked_in_crds_match_the_api_types() {
             let path = root.join(dir).join(&file);
             let on_disk = std::fs::read_to_string(&path)
                 .unwrap_or_else(|e| panic!("{}: {e}; run `make crds`", path.display()));
-            assert!(on_disk == yaml, "{} is stale; run `make crds` and commit the result", path.display());
+            assert!(
+                on_disk == yaml,
+                "{} is stale; run `make crds` and commit the result",
+                path.display()
+            );
         }
     }
 }
@@ -21,9 +25,15 @@ fn short_names_and_category_never_collide_with_olm() {
     for crd in windlass_api::crds() {
         let names = &crd.spec.names;
         for short in names.short_names.iter().flatten() {
-            assert!(!OLM_SHORT_NAMES.contains(&short.as_str()), "{short} collides with OLM");
+            assert!(
+                !OLM_SHORT_NAMES.contains(&short.as_str()),
+                "{short} collides with OLM"
+            );
         }
-        assert_eq!(names.categories.as_deref(), Some(&["windlass".to_string()][..]));
+        assert_eq!(
+            names.categories.as_deref(),
+            Some(&["windlass".to_string()][..])
+        );
         assert_eq!(crd.spec.group, windlass_api::GROUP);
     }
 }

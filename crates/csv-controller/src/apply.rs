@@ -15,11 +15,36 @@ const KINDS: &[(&str, &str, &str, bool)] = &[
     ("v1", "Secret", "secrets", true),
     ("apps/v1", "Deployment", "deployments", true),
     ("rbac.authorization.k8s.io/v1", "Role", "roles", true),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", false),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false),
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false),
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+    ),
 ];
 
 /// Kinds that are not owned through ownerReferences and so are found by label for cleanup.
@@ -33,7 +58,9 @@ pub const EXTERNAL_KINDS: &[&str] = &[
 ];
 
 pub fn resource(api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
-    let (_, _, plural, namespaced) = KINDS.iter().find(|(v, k, _, _)| *v == api_version && *k == kind)?;
+    let (_, _, plural, namespaced) = KINDS
+        .iter()
+        .find(|(v, k, _, _)| *v == api_version && *k == kind)?;
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let gvk = GroupVersionKind::gvk(group, version, kind);
     Some((ApiResource::from_gvk_with_plural(&gvk, plural), *namespaced))
@@ -52,8 +79,14 @@ pub enum ApplyError {
     Kube(#[from] kube::Error),
 }
 
-fn api(client: &Client, api_version: &str, kind: &str, namespace: Option<&str>) -> Result<Api<DynamicObject>, ApplyError> {
-    let (resource, namespaced) = resource(api_version, kind).ok_or_else(|| ApplyError::Unsupported(format!("{api_version}/{kind}")))?;
+fn api(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+) -> Result<Api<DynamicObject>, ApplyError> {
+    let (resource, namespaced) = resource(api_version, kind)
+        .ok_or_else(|| ApplyError::Unsupported(format!("{api_version}/{kind}")))?;
     Ok(match (namespaced, namespace) {
         (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
         _ => Api::all_with(client.clone(), &resource),
@@ -64,17 +97,23 @@ fn api(client: &Client, api_version: &str, kind: &str, namespace: Option<&str>) 
 /// of equal length); fields the server adds (defaults, status) do not count.
 pub fn is_subset(desired: &Value, actual: &Value) -> bool {
     match (desired, actual) {
-        (Value::Object(want), Value::Object(have)) => {
-            want.iter().all(|(k, v)| have.get(k).is_some_and(|h| is_subset(v, h)) || (v.is_null() && !have.contains_key(k)))
+        (Value::Object(want), Value::Object(have)) => want.iter().all(|(k, v)| {
+            have.get(k).is_some_and(|h| is_subset(v, h)) || (v.is_null() && !have.contains_key(k))
+        }),
+        (Value::Array(want), Value::Array(have)) => {
+            want.len() == have.len() && want.iter().zip(have).all(|(w, h)| is_subset(w, h))
         }
-        (Value::Array(want), Value::Array(have)) => want.len() == have.len() && want.iter().zip(have).all(|(w, h)| is_subset(w, h)),
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         _ => desired == actual,
     }
 }
 
 /// Applies `object` unless the cluster already matches it. Returns whether it wrote.
-pub async fn apply(client: &Client, object: &Value, field_manager: &str) -> Result<bool, ApplyError> {
+pub async fn apply(
+    client: &Client,
+    object: &Value,
+    field_manager: &str,
+) -> Result<bool, ApplyError> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
@@ -86,19 +125,37 @@ pub async fn apply(client: &Client, object: &Value, field_manager: &str) -> Resu
             return Ok(false);
         }
     }
-    api.patch(name, &PatchParams::apply(field_manager).force(), &Patch::Apply(object)).await?;
+    api.patch(
+        name,
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(object),
+    )
+    .await?;
     Ok(true)
 }
 
 /// Objects of `kind` carrying all `labels`, in any namespace.
-pub async fn list_labelled(client: &Client, kind: &str, labels: &str) -> Result<Vec<DynamicObject>, kube::Error> {
-    let Some((resource, _)) = resource_for_kind(kind) else { return Ok(Vec::new()) };
+pub async fn list_labelled(
+    client: &Client,
+    kind: &str,
+    labels: &str,
+) -> Result<Vec<DynamicObject>, kube::Error> {
+    let Some((resource, _)) = resource_for_kind(kind) else {
+        return Ok(Vec::new());
+    };
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     Ok(api.list(&ListParams::default().labels(labels)).await?.items)
 }
 
-pub async fn delete(client: &Client, kind: &str, namespace: Option<&str>, name: &str) -> Result<(), kube::Error> {
-    let Some((resource, namespaced)) = resource_for_kind(kind) else { return Ok(()) };
+pub async fn delete(
+    client: &Client,
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<(), kube::Error> {
+    let Some((resource, namespaced)) = resource_for_kind(kind) else {
+        return Ok(());
+    };
     let api: Api<DynamicObject> = match (namespaced, namespace) {
         (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
         _ => Api::all_with(client.clone(), &resource),
@@ -123,7 +180,8 @@ mod tests {
         assert!(is_subset(&desired, &actual));
         let changed = json!({"spec": {"replicas": 2}});
         assert!(!is_subset(&changed, &actual));
-        let extra_container = json!({"spec": {"template": {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}}});
+        let extra_container =
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}}});
         assert!(!is_subset(&extra_container, &actual));
     }
 

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
 
 /// How long a generated certificate is valid.
 pub const VALIDITY: SignedDuration = SignedDuration::from_hours(24 * 365);
@@ -42,8 +45,14 @@ impl ServingCert {
 
     /// Reads a certificate back from a Secret's data and annotations; `None` when anything is
     /// missing, which makes the caller generate a new one.
-    pub fn from_secret(data: &BTreeMap<String, Vec<u8>>, annotations: &BTreeMap<String, String>) -> Option<Self> {
-        let text = |key: &str| data.get(key).and_then(|v| String::from_utf8(v.clone()).ok());
+    pub fn from_secret(
+        data: &BTreeMap<String, Vec<u8>>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Option<Self> {
+        let text = |key: &str| {
+            data.get(key)
+                .and_then(|v| String::from_utf8(v.clone()).ok())
+        };
         Some(ServingCert {
             ca_pem: text("ca.crt")?,
             cert_pem: text("tls.crt")?,
@@ -58,19 +67,26 @@ impl ServingCert {
 }
 
 fn to_offset(ts: Timestamp) -> time::OffsetDateTime {
-    time::OffsetDateTime::from_unix_timestamp(ts.as_second()).unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+    time::OffsetDateTime::from_unix_timestamp(ts.as_second())
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
 }
 
 /// Generates a fresh CA and a certificate for the Service's in-cluster DNS names.
 pub fn generate(service: &str, namespace: &str, now: Timestamp) -> Result<ServingCert, CertError> {
     let subject = format!("{service}.{namespace}.svc");
-    let err = |source| CertError { subject: subject.clone(), source };
+    let err = |source| CertError {
+        subject: subject.clone(),
+        source,
+    };
     let not_before = now - SignedDuration::from_mins(5);
     let not_after = now + VALIDITY;
 
     let ca_key = KeyPair::generate().map_err(err)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca_params.distinguished_name.push(DnType::CommonName, format!("windlass webhook CA for {subject}"));
+    ca_params.distinguished_name.push(
+        DnType::CommonName,
+        format!("windlass webhook CA for {subject}"),
+    );
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     ca_params.not_before = to_offset(not_before);
@@ -85,16 +101,26 @@ pub fn generate(service: &str, namespace: &str, now: Timestamp) -> Result<Servin
     ];
     let key = KeyPair::generate().map_err(err)?;
     let mut params = CertificateParams::new(names).map_err(err)?;
-    params.distinguished_name.push(DnType::CommonName, subject.clone());
+    params
+        .distinguished_name
+        .push(DnType::CommonName, subject.clone());
     params.is_ca = IsCa::ExplicitNoCa;
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.not_before = to_offset(not_before);
     params.not_after = to_offset(not_after);
     let issuer = Issuer::from_params(&ca_params, &ca_key);
     let cert = params.signed_by(&key, &issuer).map_err(err)?;
 
-    Ok(ServingCert { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem(), not_after })
+    Ok(ServingCert {
+        ca_pem: ca_cert.pem(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+        not_after,
+    })
 }
 
 #[cfg(test)]
@@ -110,7 +136,11 @@ mod tests {
         assert!(cert.key_pem.contains("PRIVATE KEY"));
         assert_ne!(cert.ca_pem, cert.cert_pem);
 
-        let data = cert.secret_data().into_iter().map(|(k, v)| (k, v.into_bytes())).collect();
+        let data = cert
+            .secret_data()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect();
         let annotations = [(NOT_AFTER_ANNOTATION.to_string(), cert.not_after.to_string())].into();
         let back = ServingCert::from_secret(&data, &annotations).unwrap();
         assert_eq!(back, cert);

@@ -70,17 +70,28 @@ impl InstallContext<'_> {
         meta
     }
 
-    fn object(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>, body: Value) -> DesiredObject {
+    fn object(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+        body: Value,
+    ) -> DesiredObject {
         let mut object = json!({"apiVersion": api_version, "kind": kind, "metadata": self.metadata(name, namespace)});
         if let (Value::Object(target), Value::Object(fields)) = (&mut object, body) {
             target.extend(fields);
         }
-        DesiredObject { owned: namespace == Some(self.namespace), object }
+        DesiredObject {
+            owned: namespace == Some(self.namespace),
+            object,
+        }
     }
 
     /// The namespaces namespaced permissions are granted in: the targets and the operator's own.
     fn permission_namespaces(&self) -> BTreeSet<&str> {
-        let mut namespaces: BTreeSet<&str> = self.target_namespaces.iter().map(String::as_str).collect();
+        let mut namespaces: BTreeSet<&str> =
+            self.target_namespaces.iter().map(String::as_str).collect();
         namespaces.insert(self.namespace);
         namespaces
     }
@@ -89,7 +100,12 @@ impl InstallContext<'_> {
 /// Every object of the install strategy, in apply order: ServiceAccounts, RBAC, Deployments.
 pub fn build(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
     let mut objects = service_accounts(ctx);
-    let strategy = ctx.definition.spec.install.as_ref().and_then(|i| i.spec.as_ref());
+    let strategy = ctx
+        .definition
+        .spec
+        .install
+        .as_ref()
+        .and_then(|i| i.spec.as_ref());
     if let Some(strategy) = strategy {
         for permission in &strategy.permissions {
             objects.extend(namespaced_permission(ctx, permission));
@@ -103,7 +119,13 @@ pub fn build(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
 }
 
 fn service_accounts(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
-    let Some(strategy) = ctx.definition.spec.install.as_ref().and_then(|i| i.spec.as_ref()) else {
+    let Some(strategy) = ctx
+        .definition
+        .spec
+        .install
+        .as_ref()
+        .and_then(|i| i.spec.as_ref())
+    else {
         return Vec::new();
     };
     let mut names: BTreeSet<&str> = strategy
@@ -156,7 +178,11 @@ fn namespaced_permission(ctx: &InstallContext<'_>, permission: &Permissions) -> 
         .collect()
 }
 
-fn cluster_permission(ctx: &InstallContext<'_>, permission: &Permissions, flavour: &str) -> Vec<DesiredObject> {
+fn cluster_permission(
+    ctx: &InstallContext<'_>,
+    permission: &Permissions,
+    flavour: &str,
+) -> Vec<DesiredObject> {
     let sa = permission.service_account_name.as_str();
     // Cluster-scoped names must not collide between namespaces installing the same CSV.
     let name = names::object_name(&["windlass", ctx.namespace, ctx.csv_name, sa, flavour]);
@@ -176,7 +202,11 @@ fn cluster_permission(ctx: &InstallContext<'_>, permission: &Permissions, flavou
 }
 
 fn deployments(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
-    let targets = if ctx.all_namespaces() { String::new() } else { ctx.target_namespaces.join(",") };
+    let targets = if ctx.all_namespaces() {
+        String::new()
+    } else {
+        ctx.target_namespaces.join(",")
+    };
     ctx.definition
         .deployments()
         .iter()
@@ -192,7 +222,13 @@ fn deployments(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
             let mut pod_metadata = template["metadata"].take();
             apply_config(&mut template["spec"], &mut pod_metadata, ctx.config);
             template["metadata"] = pod_metadata;
-            let mut object = ctx.object("apps/v1", "Deployment", &deployment.name, Some(ctx.namespace), json!({"spec": spec}));
+            let mut object = ctx.object(
+                "apps/v1",
+                "Deployment",
+                &deployment.name,
+                Some(ctx.namespace),
+                json!({"spec": spec}),
+            );
             for (key, value) in &deployment.label {
                 object.object["metadata"]["labels"][key] = json!(value);
             }
@@ -210,18 +246,25 @@ pub fn apply_config(pod_spec: &mut Value, pod_metadata: &mut Value, config: &Ope
     if let Some(containers) = pod_spec["containers"].as_array_mut() {
         for container in containers {
             merge_by_name(&mut container["env"], config.env.iter().map(to_value));
-            merge_by_name(&mut container["volumeMounts"], config.volume_mounts.iter().map(to_value));
+            merge_by_name(
+                &mut container["volumeMounts"],
+                config.volume_mounts.iter().map(to_value),
+            );
             if let Some(resources) = &config.resources {
                 container["resources"] = to_value(resources);
             }
         }
     }
-    merge_by_name(&mut pod_spec["volumes"], config.volumes.iter().map(to_value));
+    merge_by_name(
+        &mut pod_spec["volumes"],
+        config.volumes.iter().map(to_value),
+    );
     if !config.node_selector.is_empty() {
         pod_spec["nodeSelector"] = json!(config.node_selector);
     }
     if !config.tolerations.is_empty() {
-        pod_spec["tolerations"] = json!(config.tolerations.iter().map(to_value).collect::<Vec<_>>());
+        pod_spec["tolerations"] =
+            json!(config.tolerations.iter().map(to_value).collect::<Vec<_>>());
     }
     if let Some(affinity) = &config.affinity {
         pod_spec["affinity"] = to_value(affinity);
@@ -251,7 +294,10 @@ fn merge_by_name(list: &mut Value, additions: impl Iterator<Item = Value>) {
     }
     let items = list.as_array_mut().expect("made an array above");
     for addition in additions {
-        match items.iter_mut().find(|item| item["name"] == addition["name"]) {
+        match items
+            .iter_mut()
+            .find(|item| item["name"] == addition["name"])
+        {
             Some(existing) => *existing = addition,
             None => items.push(addition),
         }

@@ -23,7 +23,11 @@ fn csv() -> OlmCsv {
     .unwrap()
 }
 
-fn ctx<'a>(csv: &'a OlmCsv, targets: &'a [String], config: &'a OperatorConfig) -> InstallContext<'a> {
+fn ctx<'a>(
+    csv: &'a OlmCsv,
+    targets: &'a [String],
+    config: &'a OperatorConfig,
+) -> InstallContext<'a> {
     InstallContext {
         csv_name: "acme-db.v1.0.0",
         namespace: "ops",
@@ -35,7 +39,16 @@ fn ctx<'a>(csv: &'a OlmCsv, targets: &'a [String], config: &'a OperatorConfig) -
 }
 
 fn kinds(objects: &[DesiredObject]) -> Vec<(String, String, Option<String>)> {
-    objects.iter().map(|o| (o.kind().to_string(), o.name().to_string(), o.namespace().map(String::from))).collect()
+    objects
+        .iter()
+        .map(|o| {
+            (
+                o.kind().to_string(),
+                o.name().to_string(),
+                o.namespace().map(String::from),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -48,22 +61,47 @@ fn own_namespace_install_grants_roles_in_the_namespace_and_cluster_roles_for_clu
     assert_eq!(
         kinds(&objects),
         vec![
-            ("ServiceAccount".into(), "acme-db".into(), Some("ops".into())),
-            ("Role".into(), "acme-db.v1.0.0-acme-db".into(), Some("ops".into())),
-            ("RoleBinding".into(), "acme-db.v1.0.0-acme-db".into(), Some("ops".into())),
+            (
+                "ServiceAccount".into(),
+                "acme-db".into(),
+                Some("ops".into())
+            ),
+            (
+                "Role".into(),
+                "acme-db.v1.0.0-acme-db".into(),
+                Some("ops".into())
+            ),
+            (
+                "RoleBinding".into(),
+                "acme-db.v1.0.0-acme-db".into(),
+                Some("ops".into())
+            ),
             ("ClusterRole".into(), cluster_name.clone(), None),
             ("ClusterRoleBinding".into(), cluster_name, None),
-            ("Deployment".into(), "acme-db-operator".into(), Some("ops".into())),
+            (
+                "Deployment".into(),
+                "acme-db-operator".into(),
+                Some("ops".into())
+            ),
         ]
     );
     // Objects in the CSV's namespace are owned; cluster-scoped ones are labelled instead.
     for object in &objects {
         assert_eq!(object.owned, object.namespace() == Some("ops"));
-        assert_eq!(object.object["metadata"]["labels"]["windlass.dev/csv"], "acme-db.v1.0.0");
-        assert_eq!(object.object["metadata"]["ownerReferences"].is_array(), object.owned);
+        assert_eq!(
+            object.object["metadata"]["labels"]["windlass.dev/csv"],
+            "acme-db.v1.0.0"
+        );
+        assert_eq!(
+            object.object["metadata"]["ownerReferences"].is_array(),
+            object.owned
+        );
     }
     let binding = &objects[2].object;
-    assert_eq!(binding["subjects"], json!([{"kind": "ServiceAccount", "name": "acme-db", "namespace": "ops"}]));
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "acme-db", "namespace": "ops"}])
+    );
 }
 
 #[test]
@@ -72,10 +110,17 @@ fn multi_namespace_install_grants_roles_in_every_target_namespace() {
     let targets = vec!["team-a".to_string(), "team-b".to_string()];
     let config = OperatorConfig::default();
     let objects = build(&ctx(&csv, &targets, &config));
-    let roles: Vec<_> = objects.iter().filter(|o| o.kind() == "Role").map(|o| o.namespace().unwrap().to_string()).collect();
+    let roles: Vec<_> = objects
+        .iter()
+        .filter(|o| o.kind() == "Role")
+        .map(|o| o.namespace().unwrap().to_string())
+        .collect();
     assert_eq!(roles, ["ops", "team-a", "team-b"]);
     let deployment = objects.iter().find(|o| o.kind() == "Deployment").unwrap();
-    assert_eq!(deployment.object["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"], "team-a,team-b");
+    assert_eq!(
+        deployment.object["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"],
+        "team-a,team-b"
+    );
 }
 
 #[test]
@@ -84,7 +129,10 @@ fn all_namespaces_install_turns_permissions_into_cluster_roles_and_an_empty_targ
     let config = OperatorConfig::default();
     let objects = build(&ctx(&csv, &[], &config));
     assert!(!objects.iter().any(|o| o.kind() == "Role"));
-    assert_eq!(objects.iter().filter(|o| o.kind() == "ClusterRole").count(), 2);
+    assert_eq!(
+        objects.iter().filter(|o| o.kind() == "ClusterRole").count(),
+        2
+    );
     let deployment = objects.iter().find(|o| o.kind() == "Deployment").unwrap();
     let annotations = &deployment.object["spec"]["template"]["metadata"]["annotations"];
     assert_eq!(annotations["olm.targetNamespaces"], "");
@@ -103,10 +151,26 @@ fn operator_config_merges_env_by_name_and_replaces_scheduling() {
     }))
     .unwrap();
     let objects = build(&ctx(&csv, &[], &config));
-    let deployment = &objects.iter().find(|o| o.kind() == "Deployment").unwrap().object;
+    let deployment = &objects
+        .iter()
+        .find(|o| o.kind() == "Deployment")
+        .unwrap()
+        .object;
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(container["env"], json!([{"name": "LOG_LEVEL", "value": "debug"}, {"name": "EXTRA", "value": "1"}]));
-    assert_eq!(container["resources"], json!({"limits": {"memory": "128Mi"}}));
-    assert_eq!(deployment["spec"]["template"]["spec"]["nodeSelector"], json!({"disk": "ssd"}));
-    assert_eq!(deployment["spec"]["template"]["metadata"]["annotations"]["example.com/team"], "db");
+    assert_eq!(
+        container["env"],
+        json!([{"name": "LOG_LEVEL", "value": "debug"}, {"name": "EXTRA", "value": "1"}])
+    );
+    assert_eq!(
+        container["resources"],
+        json!({"limits": {"memory": "128Mi"}})
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["nodeSelector"],
+        json!({"disk": "ssd"})
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["example.com/team"],
+        "db"
+    );
 }

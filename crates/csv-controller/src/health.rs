@@ -32,7 +32,9 @@ pub fn deployment_health(deployment: &Deployment, pods: &[Pod]) -> Health {
     };
     let generation = deployment.metadata.generation.unwrap_or_default();
     if status.observed_generation.unwrap_or_default() < generation {
-        return Health::Progressing(format!("deployment {name}: waiting for the rollout of generation {generation} to start"));
+        return Health::Progressing(format!(
+            "deployment {name}: waiting for the rollout of generation {generation} to start"
+        ));
     }
     let wanted = deployment.spec.replicas.unwrap_or(1);
     let updated = status.updated_replicas.unwrap_or_default();
@@ -50,15 +52,18 @@ pub fn deployment_health(deployment: &Deployment, pods: &[Pod]) -> Health {
     if let Some(problem) = pods.iter().find_map(pod_problem) {
         return Health::Unhealthy(format!("deployment {name}: {problem}"));
     }
-    if let Some(condition) = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_.as_deref() == Some("Progressing") && c.reason.as_deref() == Some("ProgressDeadlineExceeded"))
-    {
-        return Health::Unhealthy(format!("deployment {name}: {}", condition.message.clone().unwrap_or_default()));
+    if let Some(condition) = status.conditions.iter().flatten().find(|c| {
+        c.type_.as_deref() == Some("Progressing")
+            && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+    }) {
+        return Health::Unhealthy(format!(
+            "deployment {name}: {}",
+            condition.message.clone().unwrap_or_default()
+        ));
     }
-    Health::Progressing(format!("deployment {name}: {available} of {wanted} replicas available, {updated} updated"))
+    Health::Progressing(format!(
+        "deployment {name}: {available} of {wanted} replicas available, {updated} updated"
+    ))
 }
 
 /// A short description of what is wrong with a pod, if anything is known to be.
@@ -66,22 +71,33 @@ pub fn pod_problem(pod: &Pod) -> Option<String> {
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     let status = pod.status.as_ref()?;
     for container in status.container_statuses.iter().flatten() {
-        let Some(waiting) = container.state.as_ref().and_then(|s| s.waiting.as_ref()) else { continue };
+        let Some(waiting) = container.state.as_ref().and_then(|s| s.waiting.as_ref()) else {
+            continue;
+        };
         let reason = waiting.reason.as_deref().unwrap_or_default();
         if BROKEN_WAITING_REASONS.contains(&reason) {
             let mut text = format!("pod {pod_name} container {} is {reason}", container.name);
             if container.restart_count > 0 {
                 text.push_str(&format!(" ({} restarts)", container.restart_count));
             }
-            let last = container.last_state.as_ref().and_then(|s| s.terminated.as_ref());
-            if let Some(message) = last.and_then(|t| t.message.as_deref()).or(waiting.message.as_deref()) {
+            let last = container
+                .last_state
+                .as_ref()
+                .and_then(|s| s.terminated.as_ref());
+            if let Some(message) = last
+                .and_then(|t| t.message.as_deref())
+                .or(waiting.message.as_deref())
+            {
                 text.push_str(&format!(": {message}"));
             }
             return Some(text);
         }
     }
     if status.phase.as_deref() == Some("Failed") {
-        return Some(format!("pod {pod_name} failed: {}", status.message.clone().unwrap_or_default()));
+        return Some(format!(
+            "pod {pod_name} failed: {}",
+            status.message.clone().unwrap_or_default()
+        ));
     }
     None
 }
@@ -96,7 +112,11 @@ pub fn combine(healths: impl IntoIterator<Item = Health>) -> Health {
             Health::Healthy => {}
         }
     }
-    if progressing.is_empty() { Health::Healthy } else { Health::Progressing(progressing.join("; ")) }
+    if progressing.is_empty() {
+        Health::Healthy
+    } else {
+        Health::Progressing(progressing.join("; "))
+    }
 }
 
 #[cfg(test)]
@@ -105,8 +125,10 @@ mod tests {
     use serde_json::json;
 
     fn deployment(status: serde_json::Value) -> Deployment {
-        serde_json::from_value(json!({"metadata": {"name": "op", "generation": 2}, "spec": {"replicas": 1,
-            "selector": {}, "template": {}}, "status": status}))
+        serde_json::from_value(
+            json!({"metadata": {"name": "op", "generation": 2}, "spec": {"replicas": 1,
+            "selector": {}, "template": {}}, "status": status}),
+        )
         .unwrap()
     }
 
@@ -120,40 +142,59 @@ mod tests {
 
     #[test]
     fn available_at_the_current_generation_is_healthy() {
-        let d = deployment(json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
-            "conditions": [{"type": "Available", "status": "True"}]}));
+        let d = deployment(
+            json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True"}]}),
+        );
         assert_eq!(deployment_health(&d, &[]), Health::Healthy);
     }
 
     #[test]
     fn an_old_generation_is_still_progressing_even_if_available() {
-        let d = deployment(json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
-            "conditions": [{"type": "Available", "status": "True"}]}));
+        let d = deployment(
+            json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True"}]}),
+        );
         assert!(matches!(deployment_health(&d, &[]), Health::Progressing(_)));
     }
 
     #[test]
     fn old_replicas_still_running_mean_the_rollout_is_not_done() {
-        let d = deployment(json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1,
-            "conditions": [{"type": "Available", "status": "True"}]}));
+        let d = deployment(
+            json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True"}]}),
+        );
         assert!(matches!(deployment_health(&d, &[]), Health::Progressing(_)));
     }
 
     #[test]
     fn a_crash_looping_pod_makes_it_unhealthy_with_the_pod_state_in_the_message() {
-        let d = deployment(json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0,
-            "conditions": [{"type": "Available", "status": "False"}]}));
-        let Health::Unhealthy(message) = deployment_health(&d, &[crash_looping_pod()]) else { panic!() };
-        assert!(message.contains("pod op-1 container main is CrashLoopBackOff (3 restarts)"), "{message}");
+        let d = deployment(
+            json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0,
+            "conditions": [{"type": "Available", "status": "False"}]}),
+        );
+        let Health::Unhealthy(message) = deployment_health(&d, &[crash_looping_pod()]) else {
+            panic!()
+        };
+        assert!(
+            message.contains("pod op-1 container main is CrashLoopBackOff (3 restarts)"),
+            "{message}"
+        );
         assert!(message.contains("/windlass-broken"), "{message}");
     }
 
     #[test]
     fn combining_prefers_unhealthy_then_progressing() {
         assert_eq!(combine([Health::Healthy, Health::Healthy]), Health::Healthy);
-        assert!(matches!(combine([Health::Healthy, Health::Progressing("p".into())]), Health::Progressing(_)));
+        assert!(matches!(
+            combine([Health::Healthy, Health::Progressing("p".into())]),
+            Health::Progressing(_)
+        ));
         assert_eq!(
-            combine([Health::Progressing("p".into()), Health::Unhealthy("u".into())]),
+            combine([
+                Health::Progressing("p".into()),
+                Health::Unhealthy("u".into())
+            ]),
             Health::Unhealthy("u".into())
         );
     }

@@ -11,7 +11,12 @@ pub const MANAGED_BY_VALUE: &str = "windlass";
 /// Joins parts with `-`; when the result exceeds `max`, keeps a prefix and appends a short hash
 /// of the whole, so distinct inputs stay distinct and the name stays stable across reconciles.
 pub fn bounded(parts: &[&str], max: usize) -> String {
-    let joined = parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join("-");
+    let joined = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("-");
     if joined.len() <= max {
         return joined;
     }

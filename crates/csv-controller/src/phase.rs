@@ -54,7 +54,12 @@ pub struct Decision {
 }
 
 fn decide(phase: CsvPhase, reason: &'static str, message: impl Into<String>) -> Decision {
-    Decision { phase, reason, message: message.into(), restart_clock: false }
+    Decision {
+        phase,
+        reason,
+        message: message.into(),
+        restart_clock: false,
+    }
 }
 
 /// Whether the reconciler should apply the install strategy in this phase: not while
@@ -69,20 +74,36 @@ pub fn should_apply(inputs: &Inputs<'_>) -> bool {
 pub fn next(inputs: &Inputs<'_>) -> Decision {
     if let Some(successor) = &inputs.successor {
         return if successor.succeeded {
-            decide(CsvPhase::Deleting, reason::REPLACED, format!("replaced by {}", successor.name))
+            decide(
+                CsvPhase::Deleting,
+                reason::REPLACED,
+                format!("replaced by {}", successor.name),
+            )
         } else {
-            decide(CsvPhase::Replacing, reason::BEING_REPLACED, format!("being replaced by {}", successor.name))
+            decide(
+                CsvPhase::Replacing,
+                reason::BEING_REPLACED,
+                format!("being replaced by {}", successor.name),
+            )
         };
     }
     if let Some(message) = &inputs.invalid_strategy {
         return decide(CsvPhase::Failed, reason::INVALID_STRATEGY, message.clone());
     }
     if let Some(message) = &inputs.requirements_unmet {
-        return decide(CsvPhase::Pending, reason::REQUIREMENTS_NOT_MET, message.clone());
+        return decide(
+            CsvPhase::Pending,
+            reason::REQUIREMENTS_NOT_MET,
+            message.clone(),
+        );
     }
     match inputs.current {
         None | Some(CsvPhase::Pending) | Some(CsvPhase::Unknown) => {
-            return decide(CsvPhase::InstallReady, reason::ALL_REQUIREMENTS_MET, "all requirements met");
+            return decide(
+                CsvPhase::InstallReady,
+                reason::ALL_REQUIREMENTS_MET,
+                "all requirements met",
+            );
         }
         Some(CsvPhase::InstallReady) => {
             let mut d = decide(CsvPhase::Installing, reason::INSTALL_WAITING, "installing");
@@ -92,7 +113,11 @@ pub fn next(inputs: &Inputs<'_>) -> Decision {
         _ => {}
     }
     if inputs.new_generation {
-        let mut d = decide(CsvPhase::Installing, reason::INSTALL_WAITING, "installing the changed spec");
+        let mut d = decide(
+            CsvPhase::Installing,
+            reason::INSTALL_WAITING,
+            "installing the changed spec",
+        );
         d.restart_clock = true;
         return with_health(d, inputs);
     }
@@ -100,28 +125,54 @@ pub fn next(inputs: &Inputs<'_>) -> Decision {
         return decide(CsvPhase::Installing, reason::INSTALL_WAITING, "installing");
     };
     let was_healthy = inputs.current == Some(CsvPhase::Succeeded)
-        || (inputs.current == Some(CsvPhase::Failed) && inputs.current_reason == reason::COMPONENT_UNHEALTHY);
+        || (inputs.current == Some(CsvPhase::Failed)
+            && inputs.current_reason == reason::COMPONENT_UNHEALTHY);
     match health {
-        Health::Healthy => decide(CsvPhase::Succeeded, reason::INSTALL_SUCCEEDED, "install strategy completed with no errors"),
-        Health::Unhealthy(message) if was_healthy => decide(CsvPhase::Failed, reason::COMPONENT_UNHEALTHY, message.clone()),
+        Health::Healthy => decide(
+            CsvPhase::Succeeded,
+            reason::INSTALL_SUCCEEDED,
+            "install strategy completed with no errors",
+        ),
+        Health::Unhealthy(message) if was_healthy => decide(
+            CsvPhase::Failed,
+            reason::COMPONENT_UNHEALTHY,
+            message.clone(),
+        ),
         Health::Progressing(_) if inputs.current == Some(CsvPhase::Succeeded) => {
             // A healthy operator whose pods are being replaced stays Succeeded until something
             // is known to be wrong.
-            decide(CsvPhase::Succeeded, reason::INSTALL_SUCCEEDED, "install strategy completed with no errors")
+            decide(
+                CsvPhase::Succeeded,
+                reason::INSTALL_SUCCEEDED,
+                "install strategy completed with no errors",
+            )
         }
         Health::Unhealthy(message) | Health::Progressing(message) => {
-            if inputs.current == Some(CsvPhase::Failed) && inputs.current_reason == reason::INSTALL_CHECK_FAILED {
-                return decide(CsvPhase::Failed, reason::INSTALL_CHECK_FAILED, message.clone());
+            if inputs.current == Some(CsvPhase::Failed)
+                && inputs.current_reason == reason::INSTALL_CHECK_FAILED
+            {
+                return decide(
+                    CsvPhase::Failed,
+                    reason::INSTALL_CHECK_FAILED,
+                    message.clone(),
+                );
             }
             let started = inputs.install_started.unwrap_or(inputs.now);
             if inputs.now.duration_since(started) > inputs.deadline {
                 decide(
                     CsvPhase::Failed,
                     reason::INSTALL_CHECK_FAILED,
-                    format!("not healthy within the progress deadline of {}s: {message}", inputs.deadline.as_secs()),
+                    format!(
+                        "not healthy within the progress deadline of {}s: {message}",
+                        inputs.deadline.as_secs()
+                    ),
                 )
             } else {
-                decide(CsvPhase::Installing, reason::INSTALL_WAITING, message.clone())
+                decide(
+                    CsvPhase::Installing,
+                    reason::INSTALL_WAITING,
+                    message.clone(),
+                )
             }
         }
     }
@@ -129,7 +180,11 @@ pub fn next(inputs: &Inputs<'_>) -> Decision {
 
 fn with_health(mut decision: Decision, inputs: &Inputs<'_>) -> Decision {
     match &inputs.health {
-        Some(Health::Healthy) => decide(CsvPhase::Succeeded, reason::INSTALL_SUCCEEDED, "install strategy completed with no errors"),
+        Some(Health::Healthy) => decide(
+            CsvPhase::Succeeded,
+            reason::INSTALL_SUCCEEDED,
+            "install strategy completed with no errors",
+        ),
         Some(Health::Progressing(message)) | Some(Health::Unhealthy(message)) => {
             decision.message = message.clone();
             decision

@@ -22,9 +22,18 @@ fn inputs(current: Option<CsvPhase>, health: Option<Health>) -> Inputs<'static> 
 #[test]
 fn a_new_csv_with_its_requirements_met_goes_install_ready_then_installing() {
     let d = next(&inputs(None, None));
-    assert_eq!((d.phase, d.reason), (CsvPhase::InstallReady, reason::ALL_REQUIREMENTS_MET));
-    let d = next(&inputs(Some(CsvPhase::InstallReady), Some(Health::Progressing("0 of 1".into()))));
-    assert_eq!((d.phase, d.reason, d.restart_clock), (CsvPhase::Installing, reason::INSTALL_WAITING, true));
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::InstallReady, reason::ALL_REQUIREMENTS_MET)
+    );
+    let d = next(&inputs(
+        Some(CsvPhase::InstallReady),
+        Some(Health::Progressing("0 of 1".into())),
+    ));
+    assert_eq!(
+        (d.phase, d.reason, d.restart_clock),
+        (CsvPhase::Installing, reason::INSTALL_WAITING, true)
+    );
     assert_eq!(d.message, "0 of 1");
 }
 
@@ -33,7 +42,10 @@ fn unmet_requirements_keep_it_pending_with_the_message() {
     let mut i = inputs(None, None);
     i.requirements_unmet = Some("required CRD x does not exist".into());
     let d = next(&i);
-    assert_eq!((d.phase, d.reason), (CsvPhase::Pending, reason::REQUIREMENTS_NOT_MET));
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Pending, reason::REQUIREMENTS_NOT_MET)
+    );
     assert_eq!(d.message, "required CRD x does not exist");
     assert!(!should_apply(&i));
 }
@@ -41,7 +53,10 @@ fn unmet_requirements_keep_it_pending_with_the_message() {
 #[test]
 fn healthy_deployments_succeed() {
     let d = next(&inputs(Some(CsvPhase::Installing), Some(Health::Healthy)));
-    assert_eq!((d.phase, d.reason), (CsvPhase::Succeeded, reason::INSTALL_SUCCEEDED));
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Succeeded, reason::INSTALL_SUCCEEDED)
+    );
 }
 
 #[test]
@@ -52,16 +67,32 @@ fn unhealthy_during_install_waits_for_the_deadline_then_fails() {
     let mut late = inputs(Some(CsvPhase::Installing), unhealthy);
     late.now = at(61);
     let d = next(&late);
-    assert_eq!((d.phase, d.reason), (CsvPhase::Failed, reason::INSTALL_CHECK_FAILED));
-    assert!(d.message.contains("pod p is CrashLoopBackOff"), "{}", d.message);
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Failed, reason::INSTALL_CHECK_FAILED)
+    );
+    assert!(
+        d.message.contains("pod p is CrashLoopBackOff"),
+        "{}",
+        d.message
+    );
     assert!(d.message.contains("60s"), "{}", d.message);
 }
 
 #[test]
 fn a_succeeded_csv_that_breaks_fails_as_component_unhealthy_and_recovers() {
-    let d = next(&inputs(Some(CsvPhase::Succeeded), Some(Health::Unhealthy("broken".into()))));
-    assert_eq!((d.phase, d.reason), (CsvPhase::Failed, reason::COMPONENT_UNHEALTHY));
-    let mut still = inputs(Some(CsvPhase::Failed), Some(Health::Unhealthy("broken".into())));
+    let d = next(&inputs(
+        Some(CsvPhase::Succeeded),
+        Some(Health::Unhealthy("broken".into())),
+    ));
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Failed, reason::COMPONENT_UNHEALTHY)
+    );
+    let mut still = inputs(
+        Some(CsvPhase::Failed),
+        Some(Health::Unhealthy("broken".into())),
+    );
     still.current_reason = reason::COMPONENT_UNHEALTHY;
     assert_eq!(next(&still).reason, reason::COMPONENT_UNHEALTHY);
     let mut healed = inputs(Some(CsvPhase::Failed), Some(Health::Healthy));
@@ -71,13 +102,19 @@ fn a_succeeded_csv_that_breaks_fails_as_component_unhealthy_and_recovers() {
 
 #[test]
 fn a_succeeded_csv_whose_pods_roll_stays_succeeded() {
-    let d = next(&inputs(Some(CsvPhase::Succeeded), Some(Health::Progressing("0 of 1".into()))));
+    let d = next(&inputs(
+        Some(CsvPhase::Succeeded),
+        Some(Health::Progressing("0 of 1".into())),
+    ));
     assert_eq!(d.phase, CsvPhase::Succeeded);
 }
 
 #[test]
 fn a_changed_spec_restarts_the_install_clock() {
-    let mut i = inputs(Some(CsvPhase::Succeeded), Some(Health::Progressing("rolling".into())));
+    let mut i = inputs(
+        Some(CsvPhase::Succeeded),
+        Some(Health::Progressing("rolling".into())),
+    );
     i.new_generation = true;
     let d = next(&i);
     assert_eq!((d.phase, d.restart_clock), (CsvPhase::Installing, true));
@@ -86,10 +123,16 @@ fn a_changed_spec_restarts_the_install_clock() {
 #[test]
 fn a_successor_makes_it_replacing_then_deleting_and_stops_applying() {
     let mut i = inputs(Some(CsvPhase::Succeeded), Some(Health::Healthy));
-    i.successor = Some(Successor { name: "op.v2".into(), succeeded: false });
+    i.successor = Some(Successor {
+        name: "op.v2".into(),
+        succeeded: false,
+    });
     assert_eq!(next(&i).phase, CsvPhase::Replacing);
     assert!(!should_apply(&i));
-    i.successor = Some(Successor { name: "op.v2".into(), succeeded: true });
+    i.successor = Some(Successor {
+        name: "op.v2".into(),
+        succeeded: true,
+    });
     let d = next(&i);
     assert_eq!((d.phase, d.reason), (CsvPhase::Deleting, reason::REPLACED));
     assert_eq!(d.message, "replaced by op.v2");
@@ -97,7 +140,10 @@ fn a_successor_makes_it_replacing_then_deleting_and_stops_applying() {
 
 #[test]
 fn an_install_check_failure_stays_failed_until_healthy() {
-    let mut i = inputs(Some(CsvPhase::Failed), Some(Health::Progressing("0 of 1".into())));
+    let mut i = inputs(
+        Some(CsvPhase::Failed),
+        Some(Health::Progressing("0 of 1".into())),
+    );
     i.current_reason = reason::INSTALL_CHECK_FAILED;
     assert_eq!(next(&i).phase, CsvPhase::Failed);
     i.health = Some(Health::Healthy);

@@ -5,7 +5,10 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use k8s_openapi::{
-    api::{apps::v1::Deployment, core::v1::{Pod, Secret}},
+    api::{
+        apps::v1::Deployment,
+        core::v1::{Pod, Secret},
+    },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
@@ -47,9 +50,17 @@ pub enum Error {
     #[error("reading {what}: {source}")]
     Read { what: String, source: kube::Error },
     #[error("applying {kind} {name}: {source}")]
-    Apply { kind: String, name: String, source: apply::ApplyError },
+    Apply {
+        kind: String,
+        name: String,
+        source: apply::ApplyError,
+    },
     #[error("removing {kind} {name}: {source}")]
-    Cleanup { kind: String, name: String, source: kube::Error },
+    Cleanup {
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
     #[error("writing the status of {name}: {source}")]
     Status { name: String, source: kube::Error },
     #[error("{0}")]
@@ -89,23 +100,52 @@ pub trait ReconcileMetrics: Send + Sync {
 }
 
 /// Runs the controller until `shutdown` resolves.
-pub async fn run(client: Client, metrics: Arc<dyn ReconcileMetrics>, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    client: Client,
+    metrics: Arc<dyn ReconcileMetrics>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
     let server_version = client
         .apiserver_version()
         .await
         .ok()
         .and_then(|info| requirements::parse_kube_version(&info.git_version));
-    let recorder = Recorder::new(client.clone(), Reporter { controller: "windlass-csv".into(), instance: None });
-    let ctx = Arc::new(Context { client: client.clone(), recorder, server_version, metrics });
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "windlass-csv".into(),
+            instance: None,
+        },
+    );
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        recorder,
+        server_version,
+        metrics,
+    });
     let csvs = Api::<ClusterServiceVersion>::all(client.clone());
     let deployments = Api::<Deployment>::all(client.clone());
     Controller::new(csvs.clone(), watcher::Config::default())
-        .owns(deployments, watcher::Config::default().labels(&format!("{}={}", windlass_api::MANAGED_BY_LABEL, names::MANAGED_BY_VALUE)))
+        .owns(
+            deployments,
+            watcher::Config::default().labels(&format!(
+                "{}={}",
+                windlass_api::MANAGED_BY_LABEL,
+                names::MANAGED_BY_VALUE
+            )),
+        )
         // A successor's progress decides the fate of the CSV it supersedes.
-        .watches(csvs, watcher::Config::default(), |csv: ClusterServiceVersion| {
-            let namespace = csv.namespace()?;
-            csv.spec.supersedes.as_ref().map(|old| ObjectRef::new(old).within(&namespace))
-        })
+        .watches(
+            csvs,
+            watcher::Config::default(),
+            |csv: ClusterServiceVersion| {
+                let namespace = csv.namespace()?;
+                csv.spec
+                    .supersedes
+                    .as_ref()
+                    .map(|old| ObjectRef::new(old).within(&namespace))
+            },
+        )
         .graceful_shutdown_on(shutdown)
         .run(reconcile_timed, error_policy, ctx)
         .for_each(|result| async move {
@@ -116,10 +156,16 @@ pub async fn run(client: Client, metrics: Arc<dyn ReconcileMetrics>, shutdown: i
         .await;
 }
 
-async fn reconcile_timed(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile_timed(
+    csv: Arc<ClusterServiceVersion>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
     let start = std::time::Instant::now();
     let result = reconcile(csv, ctx.clone()).await;
-    ctx.metrics.reconciled(start.elapsed(), result.as_ref().err().map(Error::metric_label));
+    ctx.metrics.reconciled(
+        start.elapsed(),
+        result.as_ref().err().map(Error::metric_label),
+    );
     result
 }
 
@@ -128,7 +174,10 @@ fn error_policy(_csv: Arc<ClusterServiceVersion>, error: &Error, _ctx: Arc<Conte
     Action::requeue(Duration::from_secs(10))
 }
 
-pub async fn reconcile(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub async fn reconcile(
+    csv: Arc<ClusterServiceVersion>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
     let namespace = csv.namespace().unwrap_or_default();
     let api = Api::<ClusterServiceVersion>::namespaced(ctx.client.clone(), &namespace);
     let span = tracing::info_span!("reconcile", csv = %csv.name_any(), namespace = %namespace);
@@ -141,7 +190,8 @@ pub async fn reconcile(csv: Arc<ClusterServiceVersion>, ctx: Arc<Context>) -> Re
     })
     .await
     .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        kube::runtime::finalizer::Error::ApplyFailed(e)
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
         other => Error::Finalizer(other.to_string()),
     })
 }
@@ -178,21 +228,32 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     let definition = OlmCsv::from_value(&csv.spec.definition);
     let successor = find_successor(client, &namespace, &name).await?;
     let (observed, invalid) = match &definition {
-        Ok(def) => (observe(client, def, ctx.server_version.clone()).await?, None),
+        Ok(def) => (
+            observe(client, def, ctx.server_version.clone()).await?,
+            None,
+        ),
         Err(e) => (Observed::default(), Some(format!("spec.definition.{e}"))),
     };
-    let statuses = definition.as_ref().map(|d| requirements::check(d, &observed)).unwrap_or_default();
+    let statuses = definition
+        .as_ref()
+        .map(|d| requirements::check(d, &observed))
+        .unwrap_or_default();
     let mut inputs = Inputs {
         current: status.phase,
         current_reason: &status.reason,
-        new_generation: status.observed_generation.is_some() && status.observed_generation != csv.metadata.generation,
+        new_generation: status.observed_generation.is_some()
+            && status.observed_generation != csv.metadata.generation,
         successor,
         requirements_unmet: requirements::unmet_summary(&statuses),
         invalid_strategy: invalid,
         health: None,
         install_started: status.install_start_time.as_ref().map(|t| t.0),
         now,
-        deadline: SignedDuration::from_secs(csv.spec.progress_deadline_seconds.unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS)),
+        deadline: SignedDuration::from_secs(
+            csv.spec
+                .progress_deadline_seconds
+                .unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS),
+        ),
     };
 
     // Build and apply, then observe health.
@@ -209,11 +270,13 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         match build_all(client, &ctx_install, now).await {
             Ok((objects, conversions)) => {
                 for object in &objects {
-                    apply::apply(client, &object.object, FIELD_MANAGER).await.map_err(|source| Error::Apply {
-                        kind: object.kind().into(),
-                        name: object.name().into(),
-                        source,
-                    })?;
+                    apply::apply(client, &object.object, FIELD_MANAGER)
+                        .await
+                        .map_err(|source| Error::Apply {
+                            kind: object.kind().into(),
+                            name: object.name().into(),
+                            source,
+                        })?;
                 }
                 for (crd, patch) in conversions {
                     patch_conversion(client, &crd, &patch).await?;
@@ -233,7 +296,9 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         external.sort();
         new_status.external_objects = external;
     }
-    if decision.restart_clock || new_status.install_start_time.is_none() && decision.phase == CsvPhase::Installing {
+    if decision.restart_clock
+        || new_status.install_start_time.is_none() && decision.phase == CsvPhase::Installing
+    {
         new_status.install_start_time = Some(Time(now));
     }
     let changed_phase = status.phase != Some(decision.phase);
@@ -244,17 +309,26 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     new_status.reason = decision.reason.to_string();
     new_status.message = decision.message.clone();
     new_status.observed_generation = csv.metadata.generation;
-    let ready = if decision.phase == CsvPhase::Succeeded { ConditionStatus::True } else { ConditionStatus::False };
+    let ready = if decision.phase == CsvPhase::Succeeded {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
+    };
     set_condition(
         &mut new_status.conditions,
-        Condition::new("Ready", ready, decision.reason, decision.message.clone()).observed(csv.metadata.generation),
+        Condition::new("Ready", ready, decision.reason, decision.message.clone())
+            .observed(csv.metadata.generation),
         now,
     );
     if new_status != status {
         write_status(client, csv, &new_status).await?;
     }
     if changed_phase {
-        let type_ = if decision.phase == CsvPhase::Failed { EventType::Warning } else { EventType::Normal };
+        let type_ = if decision.phase == CsvPhase::Failed {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
         let note = format!("{:?}: {}", decision.phase, decision.message);
         publish(ctx, csv, type_, decision.reason, note).await;
         info!(phase = ?decision.phase, reason = decision.reason, "phase changed");
@@ -263,10 +337,14 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     match decision.phase {
         CsvPhase::Deleting => {
             let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &namespace);
-            if let Err(e) = api.delete(&name, &Default::default()).await {
-                if !matches!(&e, kube::Error::Api(r) if r.code == 404) {
-                    return Err(Error::Cleanup { kind: "ClusterServiceVersion".into(), name, source: e });
-                }
+            if let Err(e) = api.delete(&name, &Default::default()).await
+                && !matches!(&e, kube::Error::Api(r) if r.code == 404)
+            {
+                return Err(Error::Cleanup {
+                    kind: "ClusterServiceVersion".into(),
+                    name,
+                    source: e,
+                });
             }
             Ok(Action::await_change())
         }
@@ -282,7 +360,10 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
 
 fn reference(object: &DesiredObject) -> ObjectReference {
     ObjectReference {
-        api_version: object.object["apiVersion"].as_str().unwrap_or_default().to_string(),
+        api_version: object.object["apiVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         kind: object.kind().to_string(),
         namespace: object.namespace().map(String::from),
         name: object.name().to_string(),
@@ -306,10 +387,18 @@ async fn build_all(
         if certs_by_deployment.contains_key(&def.deployment_name) {
             continue;
         }
-        let cert = current_or_new_cert(client, ctx.namespace, &def.deployment_name, now).await.map_err(|e| e.to_string())?;
+        let cert = current_or_new_cert(client, ctx.namespace, &def.deployment_name, now)
+            .await
+            .map_err(|e| e.to_string())?;
         certs_by_deployment.insert(def.deployment_name.clone(), cert);
-        let deployment = ctx.definition.deployments().iter().find(|d| d.name == def.deployment_name);
-        let labels = deployment.map(|d| d.spec["selector"]["matchLabels"].clone()).unwrap_or(json!({}));
+        let deployment = ctx
+            .definition
+            .deployments()
+            .iter()
+            .find(|d| d.name == def.deployment_name);
+        let labels = deployment
+            .map(|d| d.spec["selector"]["matchLabels"].clone())
+            .unwrap_or(json!({}));
         selectors.insert(def.deployment_name.clone(), labels);
     }
     for object in objects.iter_mut().filter(|o| o.kind() == "Deployment") {
@@ -318,61 +407,120 @@ async fn build_all(
             webhooks::mount_certificates(&mut object.object, &name);
         }
     }
-    objects.extend(webhooks::build(ctx, &definitions, &certs_by_deployment, &selectors));
+    objects.extend(webhooks::build(
+        ctx,
+        &definitions,
+        &certs_by_deployment,
+        &selectors,
+    ));
     let conversions = definitions
         .iter()
         .filter(|d| d.type_ == webhooks::CONVERSION)
         .flat_map(|d| {
-            let patch = webhooks::conversion_patch(ctx, d, &certs_by_deployment[&d.deployment_name]);
-            d.conversion_crds.iter().map(move |crd| (crd.clone(), patch.clone()))
+            let patch =
+                webhooks::conversion_patch(ctx, d, &certs_by_deployment[&d.deployment_name]);
+            d.conversion_crds
+                .iter()
+                .map(move |crd| (crd.clone(), patch.clone()))
         })
         .collect();
     Ok((objects, conversions))
 }
 
-async fn current_or_new_cert(client: &Client, namespace: &str, deployment: &str, now: Timestamp) -> Result<certs::ServingCert, Error> {
+async fn current_or_new_cert(
+    client: &Client,
+    namespace: &str,
+    deployment: &str,
+    now: Timestamp,
+) -> Result<certs::ServingCert, Error> {
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
     let secret_name = webhooks::cert_secret_name(deployment);
-    let existing = secrets.get_opt(&secret_name).await.map_err(|source| Error::Read { what: format!("secret {secret_name}"), source })?;
+    let existing = secrets
+        .get_opt(&secret_name)
+        .await
+        .map_err(|source| Error::Read {
+            what: format!("secret {secret_name}"),
+            source,
+        })?;
     if let Some(secret) = existing {
-        let data = secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+        let data = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect();
         let annotations = secret.metadata.annotations.unwrap_or_default();
-        if let Some(cert) = certs::ServingCert::from_secret(&data, &annotations).filter(|c| !c.needs_rotation(now)) {
+        if let Some(cert) =
+            certs::ServingCert::from_secret(&data, &annotations).filter(|c| !c.needs_rotation(now))
+        {
             return Ok(cert);
         }
     }
-    Ok(certs::generate(&webhooks::service_name(deployment), namespace, now)?)
+    Ok(certs::generate(
+        &webhooks::service_name(deployment),
+        namespace,
+        now,
+    )?)
 }
 
 async fn patch_conversion(client: &Client, crd: &str, patch: &Value) -> Result<(), Error> {
     let api = Api::<CustomResourceDefinition>::all(client.clone());
-    let existing = api.get_opt(crd).await.map_err(|source| Error::Read { what: format!("CRD {crd}"), source })?;
-    let Some(existing) = existing else { return Ok(()) };
+    let existing = api.get_opt(crd).await.map_err(|source| Error::Read {
+        what: format!("CRD {crd}"),
+        source,
+    })?;
+    let Some(existing) = existing else {
+        return Ok(());
+    };
     if apply::is_subset(patch, &serde_json::to_value(&existing).unwrap_or_default()) {
         return Ok(());
     }
     // A merge patch (not an apply) so the Blueprint's apply of the CRD does not take the
     // conversion settings away again.
-    api.patch(crd, &PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() }, &Patch::Merge(patch))
-        .await
-        .map(|_| ())
-        .map_err(|source| Error::Apply { kind: "CustomResourceDefinition".into(), name: crd.into(), source: source.into() })
+    api.patch(
+        crd,
+        &PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        },
+        &Patch::Merge(patch),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::Apply {
+        kind: "CustomResourceDefinition".into(),
+        name: crd.into(),
+        source: source.into(),
+    })
 }
 
 /// Removes external objects this CSV created earlier that its current spec no longer wants.
-async fn prune(client: &Client, csv: &ClusterServiceVersion, desired: &[DesiredObject]) -> Result<(), Error> {
+async fn prune(
+    client: &Client,
+    csv: &ClusterServiceVersion,
+    desired: &[DesiredObject],
+) -> Result<(), Error> {
     let selector = selector_labels(csv);
     for kind in apply::EXTERNAL_KINDS {
         let existing = apply::list_labelled(client, kind, &selector)
             .await
-            .map_err(|source| Error::Read { what: format!("{kind}s labelled {selector}"), source })?;
+            .map_err(|source| Error::Read {
+                what: format!("{kind}s labelled {selector}"),
+                source,
+            })?;
         for object in existing {
             let (ns, object_name) = (object.namespace(), object.name_any());
-            let wanted = desired.iter().any(|d| d.kind() == *kind && d.name() == object_name && d.namespace() == ns.as_deref());
+            let wanted = desired.iter().any(|d| {
+                d.kind() == *kind && d.name() == object_name && d.namespace() == ns.as_deref()
+            });
             if !wanted {
                 apply::delete(client, kind, ns.as_deref(), &object_name)
                     .await
-                    .map_err(|source| Error::Cleanup { kind: kind.to_string(), name: object_name.clone(), source })?;
+                    .map_err(|source| Error::Cleanup {
+                        kind: kind.to_string(),
+                        name: object_name.clone(),
+                        source,
+                    })?;
             }
         }
     }
@@ -384,28 +532,51 @@ async fn cleanup(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     for kind in apply::EXTERNAL_KINDS {
         let existing = apply::list_labelled(&ctx.client, kind, &selector)
             .await
-            .map_err(|source| Error::Read { what: format!("{kind}s labelled {selector}"), source })?;
+            .map_err(|source| Error::Read {
+                what: format!("{kind}s labelled {selector}"),
+                source,
+            })?;
         for object in existing {
             let (ns, name) = (object.namespace(), object.name_any());
             apply::delete(&ctx.client, kind, ns.as_deref(), &name)
                 .await
-                .map_err(|source| Error::Cleanup { kind: kind.to_string(), name, source })?;
+                .map_err(|source| Error::Cleanup {
+                    kind: kind.to_string(),
+                    name,
+                    source,
+                })?;
         }
     }
-    publish(ctx, csv, EventType::Normal, "Deleted", "removed the objects this CSV created".into()).await;
+    publish(
+        ctx,
+        csv,
+        EventType::Normal,
+        "Deleted",
+        "removed the objects this CSV created".into(),
+    )
+    .await;
     Ok(Action::await_change())
 }
 
-async fn find_successor(client: &Client, namespace: &str, name: &str) -> Result<Option<Successor>, Error> {
+async fn find_successor(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Successor>, Error> {
     let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), namespace);
     let list = api
         .list(&ListParams::default())
         .await
-        .map_err(|source| Error::Read { what: format!("CSVs in {namespace}"), source })?;
+        .map_err(|source| Error::Read {
+            what: format!("CSVs in {namespace}"),
+            source,
+        })?;
     Ok(list
         .items
         .into_iter()
-        .filter(|c| c.spec.supersedes.as_deref() == Some(name) && c.metadata.deletion_timestamp.is_none())
+        .filter(|c| {
+            c.spec.supersedes.as_deref() == Some(name) && c.metadata.deletion_timestamp.is_none()
+        })
         .map(|c| Successor {
             succeeded: c.status.as_ref().and_then(|s| s.phase) == Some(CsvPhase::Succeeded),
             name: c.name_any(),
@@ -413,37 +584,69 @@ async fn find_successor(client: &Client, namespace: &str, name: &str) -> Result<
         .next())
 }
 
-async fn observe(client: &Client, def: &OlmCsv, server_version: Option<semver::Version>) -> Result<Observed, Error> {
+async fn observe(
+    client: &Client,
+    def: &OlmCsv,
+    server_version: Option<semver::Version>,
+) -> Result<Observed, Error> {
     let crds_api = Api::<CustomResourceDefinition>::all(client.clone());
     let mut crds = BTreeMap::new();
     for crd in def.owned_crds().iter().chain(def.required_crds()) {
-        let found = crds_api.get_opt(&crd.name).await.map_err(|source| Error::Read { what: format!("CRD {}", crd.name), source })?;
+        let found = crds_api
+            .get_opt(&crd.name)
+            .await
+            .map_err(|source| Error::Read {
+                what: format!("CRD {}", crd.name),
+                source,
+            })?;
         if let Some(found) = found {
             let established = found
                 .status
                 .as_ref()
                 .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"));
-            let served_versions = found.spec.versions.iter().filter(|v| v.served).map(|v| v.name.clone()).collect();
-            crds.insert(crd.name.clone(), CrdState { established, served_versions });
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                });
+            let served_versions = found
+                .spec
+                .versions
+                .iter()
+                .filter(|v| v.served)
+                .map(|v| v.name.clone())
+                .collect();
+            crds.insert(
+                crd.name.clone(),
+                CrdState {
+                    established,
+                    served_versions,
+                },
+            );
         }
     }
     let mut served_kinds = Vec::new();
     for gvk in &def.spec.native_apis {
-        let group_version = if gvk.group.is_empty() { gvk.version.clone() } else { format!("{}/{}", gvk.group, gvk.version) };
+        let group_version = if gvk.group.is_empty() {
+            gvk.version.clone()
+        } else {
+            format!("{}/{}", gvk.group, gvk.version)
+        };
         if let Ok(resources) = client.list_api_group_resources(&group_version).await {
             if resources.resources.iter().any(|r| r.kind == gvk.kind) {
                 served_kinds.push(format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind));
             }
-        } else if gvk.group.is_empty() {
-            if let Ok(core) = client.list_core_api_resources(&gvk.version).await {
-                if core.resources.iter().any(|r| r.kind == gvk.kind) {
-                    served_kinds.push(format!("/{}/{}", gvk.version, gvk.kind));
-                }
-            }
+        } else if gvk.group.is_empty()
+            && let Ok(core) = client.list_core_api_resources(&gvk.version).await
+            && core.resources.iter().any(|r| r.kind == gvk.kind)
+        {
+            served_kinds.push(format!("/{}/{}", gvk.version, gvk.kind));
         }
     }
-    Ok(Observed { server_version, crds, served_kinds })
+    Ok(Observed {
+        server_version,
+        crds,
+        served_kinds,
+    })
 }
 
 async fn observe_health(client: &Client, namespace: &str, def: &OlmCsv) -> Result<Health, Error> {
@@ -451,9 +654,15 @@ async fn observe_health(client: &Client, namespace: &str, def: &OlmCsv) -> Resul
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let mut healths = Vec::new();
     for spec in def.deployments() {
-        let read = |source| Error::Read { what: format!("deployment {}", spec.name), source };
+        let read = |source| Error::Read {
+            what: format!("deployment {}", spec.name),
+            source,
+        };
         let Some(deployment) = deployments.get_opt(&spec.name).await.map_err(read)? else {
-            healths.push(Health::Progressing(format!("deployment {} does not exist yet", spec.name)));
+            healths.push(Health::Progressing(format!(
+                "deployment {} does not exist yet",
+                spec.name
+            )));
             continue;
         };
         let selector = deployment
@@ -461,14 +670,23 @@ async fn observe_health(client: &Client, namespace: &str, def: &OlmCsv) -> Resul
             .selector
             .match_labels
             .as_ref()
-            .map(|labels| labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
+            .map(|labels| {
+                labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .unwrap_or_default();
         let matching = if selector.is_empty() {
             Vec::new()
         } else {
             pods.list(&ListParams::default().labels(&selector))
                 .await
-                .map_err(|source| Error::Read { what: format!("pods of deployment {}", spec.name), source })?
+                .map_err(|source| Error::Read {
+                    what: format!("pods of deployment {}", spec.name),
+                    source,
+                })?
                 .items
         };
         healths.push(health::deployment_health(&deployment, &matching));
@@ -476,17 +694,43 @@ async fn observe_health(client: &Client, namespace: &str, def: &OlmCsv) -> Resul
     Ok(health::combine(healths))
 }
 
-async fn write_status(client: &Client, csv: &ClusterServiceVersion, status: &ClusterServiceVersionStatus) -> Result<(), Error> {
-    let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &csv.namespace().unwrap_or_default());
+async fn write_status(
+    client: &Client,
+    csv: &ClusterServiceVersion,
+    status: &ClusterServiceVersionStatus,
+) -> Result<(), Error> {
+    let api = Api::<ClusterServiceVersion>::namespaced(
+        client.clone(),
+        &csv.namespace().unwrap_or_default(),
+    );
     let patch = json!({"apiVersion": ClusterServiceVersion::api_version(&()), "kind": ClusterServiceVersion::kind(&()), "status": status});
-    api.patch_status(&csv.name_any(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch))
-        .await
-        .map(|_| ())
-        .map_err(|source| Error::Status { name: csv.name_any(), source })
+    api.patch_status(
+        &csv.name_any(),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::Status {
+        name: csv.name_any(),
+        source,
+    })
 }
 
-async fn publish(ctx: &Context, csv: &ClusterServiceVersion, type_: EventType, reason: &str, note: String) {
-    let event = Event { type_, reason: reason.into(), note: Some(truncate(note, 1000)), action: "Reconcile".into(), secondary: None };
+async fn publish(
+    ctx: &Context,
+    csv: &ClusterServiceVersion,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(truncate(note, 1000)),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
     if let Err(error) = ctx.recorder.publish(&event, &csv.object_ref(&())).await {
         warn!(%error, "publishing an event");
     }

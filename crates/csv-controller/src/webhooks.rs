@@ -7,7 +7,11 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{certs::ServingCert, desired::{DesiredObject, InstallContext}, names};
+use crate::{
+    certs::ServingCert,
+    desired::{DesiredObject, InstallContext},
+    names,
+};
 
 /// Where OLM mounts webhook certificates; operator-sdk and kubebuilder operators read them here.
 pub const APISERVICE_CERT_DIR: &str = "/apiserver.local.config/certificates";
@@ -63,7 +67,12 @@ pub struct WebhookError {
 
 /// Parses and checks the CSV's webhook definitions against its deployments.
 pub fn definitions(ctx: &InstallContext<'_>) -> Result<Vec<WebhookDefinition>, WebhookError> {
-    let deployments: Vec<&str> = ctx.definition.deployments().iter().map(|d| d.name.as_str()).collect();
+    let deployments: Vec<&str> = ctx
+        .definition
+        .deployments()
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
     ctx.definition
         .spec
         .webhookdefinitions
@@ -71,14 +80,23 @@ pub fn definitions(ctx: &InstallContext<'_>) -> Result<Vec<WebhookDefinition>, W
         .enumerate()
         .map(|(index, raw)| {
             let def: WebhookDefinition =
-                serde_json::from_value(raw.clone()).map_err(|e| WebhookError { index, message: e.to_string() })?;
+                serde_json::from_value(raw.clone()).map_err(|e| WebhookError {
+                    index,
+                    message: e.to_string(),
+                })?;
             if ![VALIDATING, MUTATING, CONVERSION].contains(&def.type_.as_str()) {
-                return Err(WebhookError { index, message: format!("unknown type {:?}", def.type_) });
+                return Err(WebhookError {
+                    index,
+                    message: format!("unknown type {:?}", def.type_),
+                });
             }
             if !deployments.contains(&def.deployment_name.as_str()) {
                 return Err(WebhookError {
                     index,
-                    message: format!("deploymentName {:?} is not a deployment of the install strategy", def.deployment_name),
+                    message: format!(
+                        "deploymentName {:?} is not a deployment of the install strategy",
+                        def.deployment_name
+                    ),
                 });
             }
             Ok(def)
@@ -105,7 +123,10 @@ pub fn build(
     let mut objects = Vec::new();
     let mut by_deployment: BTreeMap<&str, Vec<&WebhookDefinition>> = BTreeMap::new();
     for def in definitions {
-        by_deployment.entry(&def.deployment_name).or_default().push(def);
+        by_deployment
+            .entry(&def.deployment_name)
+            .or_default()
+            .push(def);
     }
     for (deployment, defs) in &by_deployment {
         let mut ports: BTreeMap<i32, Value> = BTreeMap::new();
@@ -150,7 +171,9 @@ pub fn build(
         }
     }
     for def in definitions.iter().filter(|d| d.type_ != CONVERSION) {
-        let Some(cert) = certs.get(&def.deployment_name) else { continue };
+        let Some(cert) = certs.get(&def.deployment_name) else {
+            continue;
+        };
         objects.push(admission_configuration(ctx, def, cert));
     }
     objects
@@ -161,7 +184,12 @@ fn decorate(ctx: &InstallContext<'_>, object: &mut DesiredObject) {
     object.object["metadata"]["ownerReferences"] = json!([ctx.owner.clone()]);
 }
 
-fn client_config(ctx: &InstallContext<'_>, def: &WebhookDefinition, cert: &ServingCert, default_path: Option<&str>) -> Value {
+fn client_config(
+    ctx: &InstallContext<'_>,
+    def: &WebhookDefinition,
+    cert: &ServingCert,
+    default_path: Option<&str>,
+) -> Value {
     let mut service = json!({
         "namespace": ctx.namespace,
         "name": service_name(&def.deployment_name),
@@ -173,9 +201,21 @@ fn client_config(ctx: &InstallContext<'_>, def: &WebhookDefinition, cert: &Servi
     json!({"service": service, "caBundle": base64(cert.ca_pem.as_bytes())})
 }
 
-fn admission_configuration(ctx: &InstallContext<'_>, def: &WebhookDefinition, cert: &ServingCert) -> DesiredObject {
-    let kind = if def.type_ == MUTATING { "MutatingWebhookConfiguration" } else { "ValidatingWebhookConfiguration" };
-    let versions = if def.admission_review_versions.is_empty() { vec!["v1".to_string()] } else { def.admission_review_versions.clone() };
+fn admission_configuration(
+    ctx: &InstallContext<'_>,
+    def: &WebhookDefinition,
+    cert: &ServingCert,
+) -> DesiredObject {
+    let kind = if def.type_ == MUTATING {
+        "MutatingWebhookConfiguration"
+    } else {
+        "ValidatingWebhookConfiguration"
+    };
+    let versions = if def.admission_review_versions.is_empty() {
+        vec!["v1".to_string()]
+    } else {
+        def.admission_review_versions.clone()
+    };
     let mut webhook = json!({
         "name": def.generate_name,
         "admissionReviewVersions": versions,
@@ -193,10 +233,10 @@ fn admission_configuration(ctx: &InstallContext<'_>, def: &WebhookDefinition, ce
             webhook[key] = value;
         }
     }
-    if def.type_ == MUTATING {
-        if let Some(policy) = &def.reinvocation_policy {
-            webhook["reinvocationPolicy"] = json!(policy);
-        }
+    if def.type_ == MUTATING
+        && let Some(policy) = &def.reinvocation_policy
+    {
+        webhook["reinvocationPolicy"] = json!(policy);
     }
     if !ctx.all_namespaces() {
         // A namespaced install must only intercept the namespaces it serves.
@@ -212,12 +252,23 @@ fn admission_configuration(ctx: &InstallContext<'_>, def: &WebhookDefinition, ce
         "webhooks": [webhook],
     });
     object["metadata"]["labels"] = ctx.labels();
-    DesiredObject { object, owned: false }
+    DesiredObject {
+        object,
+        owned: false,
+    }
 }
 
 /// The merge patch that points a CRD's conversion at the operator's webhook.
-pub fn conversion_patch(ctx: &InstallContext<'_>, def: &WebhookDefinition, cert: &ServingCert) -> Value {
-    let versions = if def.admission_review_versions.is_empty() { vec!["v1".to_string()] } else { def.admission_review_versions.clone() };
+pub fn conversion_patch(
+    ctx: &InstallContext<'_>,
+    def: &WebhookDefinition,
+    cert: &ServingCert,
+) -> Value {
+    let versions = if def.admission_review_versions.is_empty() {
+        vec!["v1".to_string()]
+    } else {
+        def.admission_review_versions.clone()
+    };
     json!({"spec": {"conversion": {
         "strategy": "Webhook",
         "webhook": {

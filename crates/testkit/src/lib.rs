@@ -31,9 +31,15 @@ pub enum Error {
     )]
     NotRunning(String),
     #[error("reading {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("kubeconfig {path}: {source}")]
-    Kubeconfig { path: PathBuf, source: kube::config::KubeconfigError },
+    Kubeconfig {
+        path: PathBuf,
+        source: kube::config::KubeconfigError,
+    },
     #[error("building a client: {0}")]
     Client(#[from] kube::Error),
 }
@@ -73,8 +79,10 @@ pub async fn try_client() -> Result<Client, Error> {
     install_crypto_provider();
     cluster_env()?;
     let path = kubeconfig_path();
-    let kubeconfig =
-        Kubeconfig::read_from(&path).map_err(|source| Error::Kubeconfig { path: path.clone(), source })?;
+    let kubeconfig = Kubeconfig::read_from(&path).map_err(|source| Error::Kubeconfig {
+        path: path.clone(),
+        source,
+    })?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|source| Error::Kubeconfig { path, source })?;
@@ -111,19 +119,29 @@ impl Registry {
 /// The registry started by `make cluster`; panics with the how-to-start message without it.
 pub fn registry() -> Registry {
     let env = cluster_env().unwrap_or_else(|e| panic!("{e}"));
-    let addr = env
-        .get("WINDLASS_REGISTRY")
-        .cloned()
-        .unwrap_or_else(|| panic!("{}", Error::NotRunning("cluster.env names no registry".into())));
+    let addr = env.get("WINDLASS_REGISTRY").cloned().unwrap_or_else(|| {
+        panic!(
+            "{}",
+            Error::NotRunning("cluster.env names no registry".into())
+        )
+    });
     Registry { addr }
 }
 
 /// A DNS-1123 name that no other test (in this or another process) uses.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let suffix = format!("{:x}{:x}{:x}", std::process::id() % 0xffff, nanos % 0xfffff, n);
+    let suffix = format!(
+        "{:x}{:x}{:x}",
+        std::process::id() % 0xffff,
+        nanos % 0xfffff,
+        n
+    );
     let prefix: String = prefix
         .to_ascii_lowercase()
         .chars()
@@ -154,7 +172,10 @@ impl TestNamespace {
             .create(&PostParams::default(), &namespace)
             .await
             .unwrap_or_else(|e| panic!("creating test namespace {name}: {e}"));
-        TestNamespace { name, client: client.clone() }
+        TestNamespace {
+            name,
+            client: client.clone(),
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -165,12 +186,21 @@ impl TestNamespace {
 impl Drop for TestNamespace {
     fn drop(&mut self) {
         if std::env::var_os("WINDLASS_KEEP_NAMESPACES").is_some() {
-            eprintln!("keeping namespace {} (WINDLASS_KEEP_NAMESPACES is set)", self.name);
+            eprintln!(
+                "keeping namespace {} (WINDLASS_KEEP_NAMESPACES is set)",
+                self.name
+            );
             return;
         }
         // Drop cannot await; ask the apiserver through kubectl without waiting for finalizers.
         let _ = kubectl()
-            .args(["delete", "namespace", &self.name, "--wait=false", "--ignore-not-found"])
+            .args([
+                "delete",
+                "namespace",
+                &self.name,
+                "--wait=false",
+                "--ignore-not-found",
+            ])
             .output();
     }
 }
@@ -179,22 +209,27 @@ impl Drop for TestNamespace {
 pub async fn delete_namespace_and_wait(client: &Client, name: &str, timeout: Duration) {
     let api = Api::<Namespace>::all(client.clone());
     let _ = api.delete(name, &DeleteParams::default()).await;
-    wait_until(&format!("namespace {name} to be deleted"), timeout, || async {
-        matches!(api.get_opt(name).await, Ok(None))
-    })
+    wait_until(
+        &format!("namespace {name} to be deleted"),
+        timeout,
+        || async { matches!(api.get_opt(name).await, Ok(None)) },
+    )
     .await;
 }
 
 fn pinned_tool(name: &str) -> Command {
     let mut command = Command::new(name);
-    if let Ok(env) = cluster_env() {
-        if let Some(tools) = env.get("WINDLASS_TOOLS_PATH") {
-            let path = std::env::var("PATH").unwrap_or_default();
+    if let Ok(env) = cluster_env()
+        && let Some(tools) = env.get("WINDLASS_TOOLS_PATH")
+    {
+        let path = std::env::var("PATH").unwrap_or_default();
+        command.env("PATH", format!("{tools}:{path}"));
+        if let Some(dir) = tools
+            .split(':')
+            .find(|dir| PathBuf::from(dir).join(name).exists())
+        {
+            command = Command::new(PathBuf::from(dir).join(name));
             command.env("PATH", format!("{tools}:{path}"));
-            if let Some(dir) = tools.split(':').find(|dir| PathBuf::from(dir).join(name).exists()) {
-                command = Command::new(PathBuf::from(dir).join(name));
-                command.env("PATH", format!("{tools}:{path}"));
-            }
         }
     }
     command.env("KUBECONFIG", kubeconfig_path());
@@ -213,7 +248,9 @@ pub fn helm() -> Command {
 
 /// Runs a command and returns its stdout, panicking with stdout and stderr when it fails.
 pub fn run_ok(command: &mut Command) -> String {
-    let output = command.output().unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if !output.status.success() {
         panic!(
@@ -262,23 +299,6 @@ where
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unique_names_are_valid_and_distinct() {
-        let a = unique_name("My_Test.Case");
-        let b = unique_name("My_Test.Case");
-        assert_ne!(a, b);
-        for name in [&a, &b] {
-            assert!(name.len() <= 63, "{name}");
-            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{name}");
-            assert!(name.starts_with("my-test-case-"), "{name}");
-        }
-    }
-}
-
 /// Panics with how to start it unless the windlass manager started by `make e2e` is running.
 pub fn require_manager() {
     let pid_file = state_dir().join("pids/manager");
@@ -310,16 +330,54 @@ pub async fn apply_crd(client: &Client, crd: &serde_json::Value) -> String {
     if let Some(object) = crd.as_object_mut() {
         object.remove("status");
     }
-    let name = crd["metadata"]["name"].as_str().unwrap_or_else(|| panic!("CRD without a name: {crd}")).to_string();
+    let name = crd["metadata"]["name"]
+        .as_str()
+        .unwrap_or_else(|| panic!("CRD without a name: {crd}"))
+        .to_string();
     let api = Api::<CustomResourceDefinition>::all(client.clone());
-    api.patch(&name, &PatchParams::apply("windlass-e2e").force(), &Patch::Apply(&crd))
-        .await
-        .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
-    wait_until(&format!("CRD {name} to be Established"), Duration::from_secs(60), || async {
-        api.get(&name).await.ok().and_then(|c| c.status).and_then(|s| s.conditions).is_some_and(|c| {
-            c.iter().any(|c| c.type_ == "Established" && c.status == "True")
-        })
-    })
+    api.patch(
+        &name,
+        &PatchParams::apply("windlass-e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
+    wait_until(
+        &format!("CRD {name} to be Established"),
+        Duration::from_secs(60),
+        || async {
+            api.get(&name)
+                .await
+                .ok()
+                .and_then(|c| c.status)
+                .and_then(|s| s.conditions)
+                .is_some_and(|c| {
+                    c.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                })
+        },
+    )
     .await;
     name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_names_are_valid_and_distinct() {
+        let a = unique_name("My_Test.Case");
+        let b = unique_name("My_Test.Case");
+        assert_ne!(a, b);
+        for name in [&a, &b] {
+            assert!(name.len() <= 63, "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{name}"
+            );
+            assert!(name.starts_with("my-test-case-"), "{name}");
+        }
+    }
 }

@@ -8,7 +8,11 @@ mod cmd;
 mod manager;
 
 #[derive(Parser)]
-#[command(name = "windlass", version, about = "Operator lifecycle manager for Kubernetes")]
+#[command(
+    name = "windlass",
+    version,
+    about = "Operator lifecycle manager for Kubernetes"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

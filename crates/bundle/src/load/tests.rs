@@ -105,11 +105,19 @@ fn a_package_manifest_folder_reads_metadata_as_metadata_and_ignores_subfolders()
             "metadata/dependencies.yaml",
             "dependencies:\n- type: olm.package\n  value: {packageName: etcd, version: '>=0.9.0'}\n",
         ),
-        ("tests/scorecard/config.yaml", "kind: Configuration\napiVersion: scorecard.operatorframework.io/v1alpha3\n"),
+        (
+            "tests/scorecard/config.yaml",
+            "kind: Configuration\napiVersion: scorecard.operatorframework.io/v1alpha3\n",
+        ),
     ]);
     let bundle = from_files(&t, "nowhere/1.2.0").unwrap();
     assert_eq!(bundle.layout, Layout::PackageManifest);
-    assert_eq!(bundle.manifests.len(), 2, "{:?}", bundle.manifests.iter().map(|m| &m.file).collect::<Vec<_>>());
+    assert_eq!(
+        bundle.manifests.len(),
+        2,
+        "{:?}",
+        bundle.manifests.iter().map(|m| &m.file).collect::<Vec<_>>()
+    );
     assert_eq!(bundle.dependencies.len(), 1);
 }
 

@@ -10,7 +10,10 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::MicroTime,
     jiff::{SignedDuration, Timestamp},
 };
-use kube::{Api, Client, api::{ObjectMeta, PostParams}};
+use kube::{
+    Api, Client,
+    api::{ObjectMeta, PostParams},
+};
 use tokio::sync::watch;
 use tracing::debug;
 
@@ -35,7 +38,10 @@ fn may_take(spec: &LeaseSpec, identity: &str, now: Timestamp) -> bool {
     if holder.is_empty() || holder == identity {
         return true;
     }
-    let duration = SignedDuration::from_secs(i64::from(spec.lease_duration_seconds.unwrap_or(LEASE_DURATION.as_secs() as i32)));
+    let duration = SignedDuration::from_secs(i64::from(
+        spec.lease_duration_seconds
+            .unwrap_or(LEASE_DURATION.as_secs() as i32),
+    ));
     match &spec.renew_time {
         Some(renewed) => now.duration_since(renewed.0) > duration,
         None => true,
@@ -57,7 +63,10 @@ impl Lease {
     }
 
     /// Waits until this replica holds the Lease; `None` when shut down first.
-    pub async fn acquire(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<Option<Held>> {
+    pub async fn acquire(
+        self,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> anyhow::Result<Option<Held>> {
         loop {
             if self.try_take().await? {
                 return Ok(Some(Held { lease: self }));
@@ -72,7 +81,11 @@ impl Lease {
     /// One attempt to create, renew or take over the Lease. Conflicts mean someone else won.
     async fn try_take(&self) -> anyhow::Result<bool> {
         let now = Timestamp::now();
-        let existing = self.api.get_opt(&self.name).await.context("reading the leader-election Lease")?;
+        let existing = self
+            .api
+            .get_opt(&self.name)
+            .await
+            .context("reading the leader-election Lease")?;
         let spec = |transitions: i32, acquired: Option<MicroTime>| LeaseSpec {
             holder_identity: Some(self.identity.clone()),
             lease_duration_seconds: Some(LEASE_DURATION.as_secs() as i32),
@@ -84,7 +97,10 @@ impl Lease {
         let result = match existing {
             None => {
                 let lease = LeaseObject {
-                    metadata: ObjectMeta { name: Some(self.name.clone()), ..Default::default() },
+                    metadata: ObjectMeta {
+                        name: Some(self.name.clone()),
+                        ..Default::default()
+                    },
                     spec: Some(spec(0, None)),
                 };
                 self.api.create(&PostParams::default(), &lease).await
@@ -97,9 +113,14 @@ impl Lease {
                 }
                 let ours = current.holder_identity.as_deref() == Some(self.identity.as_str());
                 let transitions = current.lease_transitions.unwrap_or(0) + i32::from(!ours);
-                lease.spec = Some(spec(transitions, if ours { current.acquire_time } else { None }));
+                lease.spec = Some(spec(
+                    transitions,
+                    if ours { current.acquire_time } else { None },
+                ));
                 // replace() sends the resourceVersion we read: a concurrent writer makes it fail.
-                self.api.replace(&self.name, &PostParams::default(), &lease).await
+                self.api
+                    .replace(&self.name, &PostParams::default(), &lease)
+                    .await
             }
         };
         match result {
@@ -122,8 +143,12 @@ impl Held {
             match self.lease.try_take().await {
                 Ok(true) => last_renewed = tokio::time::Instant::now(),
                 Ok(false) => bail!("another replica holds the Lease {}", self.lease.name),
-                Err(error) if last_renewed.elapsed() < LEASE_DURATION => debug!(%error, "renewal failed; retrying"),
-                Err(error) => return Err(error).context("could not renew the Lease before it expired"),
+                Err(error) if last_renewed.elapsed() < LEASE_DURATION => {
+                    debug!(%error, "renewal failed; retrying")
+                }
+                Err(error) => {
+                    return Err(error).context("could not renew the Lease before it expired");
+                }
             }
         }
     }
@@ -137,7 +162,9 @@ mod tests {
         LeaseSpec {
             holder_identity: Some(holder.into()),
             lease_duration_seconds: Some(30),
-            renew_time: Some(MicroTime(now - SignedDuration::from_secs(renewed_seconds_ago))),
+            renew_time: Some(MicroTime(
+                now - SignedDuration::from_secs(renewed_seconds_ago),
+            )),
             ..Default::default()
         }
     }

@@ -1,6 +1,9 @@
 //! Prometheus metrics: reconcile counts, durations and errors per controller.
 
-use std::{sync::{Arc, Mutex}, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
@@ -36,21 +39,47 @@ impl Registry {
         let durations = Family::<ControllerLabel, Histogram>::new_with_constructor(|| {
             Histogram::new([0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
         });
-        registry.register("reconciles", "Reconciles run, per controller", reconciles.clone());
-        registry.register("reconcile_errors", "Reconciles that failed, per controller and error kind", errors.clone());
-        registry.register("reconcile_duration_seconds", "Time spent in one reconcile", durations.clone());
-        Registry { inner: Arc::new(Mutex::new(registry)), reconciles, errors, durations }
+        registry.register(
+            "reconciles",
+            "Reconciles run, per controller",
+            reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Reconciles that failed, per controller and error kind",
+            errors.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time spent in one reconcile",
+            durations.clone(),
+        );
+        Registry {
+            inner: Arc::new(Mutex::new(registry)),
+            reconciles,
+            errors,
+            durations,
+        }
     }
 
     /// The metrics sink for one controller.
-    pub fn controller(&self, name: &str) -> Arc<dyn windlass_csv_controller::reconcile::ReconcileMetrics> {
-        Arc::new(ControllerMetrics { registry: self.clone(), controller: name.to_string() })
+    pub fn controller(
+        &self,
+        name: &str,
+    ) -> Arc<dyn windlass_csv_controller::reconcile::ReconcileMetrics> {
+        Arc::new(ControllerMetrics {
+            registry: self.clone(),
+            controller: name.to_string(),
+        })
     }
 
     /// The text exposition format Prometheus scrapes.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let registry = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let registry = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &registry);
         out
@@ -64,11 +93,22 @@ struct ControllerMetrics {
 
 impl windlass_csv_controller::reconcile::ReconcileMetrics for ControllerMetrics {
     fn reconciled(&self, duration: Duration, error: Option<&'static str>) {
-        let label = ControllerLabel { controller: self.controller.clone() };
+        let label = ControllerLabel {
+            controller: self.controller.clone(),
+        };
         self.registry.reconciles.get_or_create(&label).inc();
-        self.registry.durations.get_or_create(&label).observe(duration.as_secs_f64());
+        self.registry
+            .durations
+            .get_or_create(&label)
+            .observe(duration.as_secs_f64());
         if let Some(error) = error {
-            self.registry.errors.get_or_create(&ErrorLabel { controller: self.controller.clone(), error: error.into() }).inc();
+            self.registry
+                .errors
+                .get_or_create(&ErrorLabel {
+                    controller: self.controller.clone(),
+                    error: error.into(),
+                })
+                .inc();
         }
     }
 }
@@ -84,8 +124,16 @@ mod tests {
         csv.reconciled(Duration::from_millis(20), None);
         csv.reconciled(Duration::from_millis(30), Some("apply"));
         let text = registry.render();
-        assert!(text.contains("windlass_reconciles_total{controller=\"clusterserviceversion\"} 2"), "{text}");
+        assert!(
+            text.contains("windlass_reconciles_total{controller=\"clusterserviceversion\"} 2"),
+            "{text}"
+        );
         assert!(text.contains("windlass_reconcile_errors_total{controller=\"clusterserviceversion\",error=\"apply\"} 1"), "{text}");
-        assert!(text.contains("windlass_reconcile_duration_seconds_count{controller=\"clusterserviceversion\"} 2"), "{text}");
+        assert!(
+            text.contains(
+                "windlass_reconcile_duration_seconds_count{controller=\"clusterserviceversion\"} 2"
+            ),
+            "{text}"
+        );
     }
 }

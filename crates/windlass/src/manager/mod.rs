@@ -9,7 +9,10 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::{Context as _, bail};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::{Api, Client, Config, config::{KubeConfigOptions, Kubeconfig}};
+use kube::{
+    Api, Client, Config,
+    config::{KubeConfigOptions, Kubeconfig},
+};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -43,16 +46,26 @@ const CSV_CRD: &str = "clusterserviceversions.windlass.dev";
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
     init_logging(&args.log_level, &args.log_format)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(run_async(args))?;
     Ok(std::process::ExitCode::SUCCESS)
 }
 
 fn init_logging(level: &str, format: &str) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(level).with_context(|| format!("--log-level {level:?}"))?;
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .with_context(|| format!("--log-level {level:?}"))?;
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    if format == "json" { builder.json().init() } else { builder.init() }
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    if format == "json" {
+        builder.json().init()
+    } else {
+        builder.init()
+    }
     Ok(())
 }
 
@@ -60,21 +73,30 @@ async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = match kubeconfig {
         Some(path) => {
-            let kubeconfig = Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let kubeconfig = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
         }
-        None => Config::infer().await.context("no kubeconfig and not in a cluster")?,
+        None => Config::infer()
+            .await
+            .context("no kubeconfig and not in a cluster")?,
     };
     let mut config = config;
     // Names the manager in audit logs, so its writes can be told from everyone else's.
     let agent = format!("windlass-manager/{}", env!("CARGO_PKG_VERSION"));
-    config.headers.push((hyper::header::USER_AGENT, hyper::header::HeaderValue::from_str(&agent)?));
+    config.headers.push((
+        hyper::header::USER_AGENT,
+        hyper::header::HeaderValue::from_str(&agent)?,
+    ));
     Ok(Client::try_from(config)?)
 }
 
 async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     let client = client(args.kubeconfig.as_ref()).await?;
-    let version = client.apiserver_version().await.context("the apiserver does not answer")?;
+    let version = client
+        .apiserver_version()
+        .await
+        .context("the apiserver does not answer")?;
     info!(server = %version.git_version, namespace = %args.namespace, "windlass manager starting");
     if args.no_builtin_catalog {
         info!("built-in catalog disabled");
@@ -83,8 +105,20 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let state = Arc::new(http::State::default());
     let registry = metrics::Registry::new();
-    tokio::spawn(http::serve(args.health_probe_bind_address, http::Endpoint::Health, state.clone(), registry.clone(), shutdown_rx.clone()));
-    tokio::spawn(http::serve(args.metrics_bind_address, http::Endpoint::Metrics, state.clone(), registry.clone(), shutdown_rx.clone()));
+    tokio::spawn(http::serve(
+        args.health_probe_bind_address,
+        http::Endpoint::Health,
+        state.clone(),
+        registry.clone(),
+        shutdown_rx.clone(),
+    ));
+    tokio::spawn(http::serve(
+        args.metrics_bind_address,
+        http::Endpoint::Metrics,
+        state.clone(),
+        registry.clone(),
+        shutdown_rx.clone(),
+    ));
     tokio::spawn(async move {
         wait_for_signal().await;
         info!("shutting down");
@@ -126,7 +160,9 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn until_shutdown(mut shutdown: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+fn until_shutdown(
+    mut shutdown: watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         let _ = shutdown.wait_for(|stop| *stop).await;
@@ -137,7 +173,11 @@ fn until_shutdown(mut shutdown: watch::Receiver<bool>) -> impl std::future::Futu
     }
 }
 
-async fn wait_established(client: &Client, name: &str, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+async fn wait_established(
+    client: &Client,
+    name: &str,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let crds = Api::<CustomResourceDefinition>::all(client.clone());
     let mut warned = false;
     loop {
@@ -145,13 +185,19 @@ async fn wait_established(client: &Client, name: &str, shutdown: watch::Receiver
             bail!("shut down while waiting for CRD {name}");
         }
         let established = crds.get_opt(name).await?.is_some_and(|crd| {
-            crd.status.and_then(|s| s.conditions).is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+            crd.status.and_then(|s| s.conditions).is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            })
         });
         if established {
             return Ok(());
         }
         if !warned {
-            warn!(crd = name, "waiting for the CRD to be Established (install config/crd or the Helm chart)");
+            warn!(
+                crd = name,
+                "waiting for the CRD to be Established (install config/crd or the Helm chart)"
+            );
             warned = true;
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -162,7 +208,8 @@ async fn wait_for_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing a SIGTERM handler");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing a SIGTERM handler");
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}
