@@ -595,6 +595,12 @@ async fn etcd_0_9_4_with_v1beta1_crds_installs_through_the_csv_controller() {
             definition,
             target_namespaces: vec![ns.name.clone()],
             progress_deadline_seconds: Some(60),
+            // What the conversion changed travels with the CSV, as the Blueprint records it.
+            conversions: converted
+                .changes
+                .iter()
+                .map(|(file, change)| format!("{file}: {change}"))
+                .collect(),
             ..Default::default()
         },
     );
@@ -632,6 +638,32 @@ async fn etcd_0_9_4_with_v1beta1_crds_installs_through_the_csv_controller() {
             spec.name
         );
     }
+    // The CSV says what was converted: a condition, and an Event for `kubectl describe`.
+    let installed = api.get(&csv.name_any()).await.unwrap();
+    let conditions = installed.status.unwrap().conditions;
+    let converted_condition = conditions
+        .iter()
+        .find(|c| c.type_ == "LegacyAPIsConverted")
+        .expect("a LegacyAPIsConverted condition");
+    assert!(
+        converted_condition
+            .message
+            .contains("CustomResourceDefinition")
+            || converted_condition.message.contains("etcd"),
+        "{}",
+        converted_condition.message
+    );
+    let events = windlass_testkit::run_ok(windlass_testkit::kubectl().args([
+        "get",
+        "events",
+        "-n",
+        &ns.name,
+        "--field-selector",
+        "reason=LegacyAPIsConverted",
+        "-o",
+        "name",
+    ]));
+    assert!(!events.trim().is_empty(), "no LegacyAPIsConverted event");
     // The served CRD is the converted v1 one, with its unknown fields kept.
     let served = windlass_testkit::kubectl()
         .args(["get", "crd", "etcdclusters.etcd.database.coreos.com", "-o", "jsonpath={.spec.versions[0].schema.openAPIV3Schema.x-kubernetes-preserve-unknown-fields}"])

@@ -320,8 +320,30 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             .observed(csv.metadata.generation),
         now,
     );
+    // What windlass changed to install a legacy bundle (converted CRDs and removed APIs) is
+    // shown on the CSV, once as an Event and for good as a condition.
+    let conversions_new = !csv.spec.conversions.is_empty()
+        && set_condition(
+            &mut new_status.conditions,
+            Condition::new(
+                "LegacyAPIsConverted",
+                ConditionStatus::True,
+                "Converted",
+                csv.spec.conversions.join("; "),
+            )
+            .observed(csv.metadata.generation),
+            now,
+        );
     if new_status != status {
         write_status(client, csv, &new_status).await?;
+    }
+    if conversions_new {
+        let note = format!(
+            "installed with {} change(s) for this Kubernetes version: {}",
+            csv.spec.conversions.len(),
+            csv.spec.conversions.join("; ")
+        );
+        publish(ctx, csv, EventType::Normal, "LegacyAPIsConverted", note).await;
     }
     if changed_phase {
         let type_ = if decision.phase == CsvPhase::Failed {
