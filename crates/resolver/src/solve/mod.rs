@@ -172,7 +172,7 @@ impl<'c> Resolver<'c> {
                 }
                 Err(problem) => {
                     c.local.push(Vec::new());
-                    c.notes.push(Some(problem));
+                    c.notes.push(Some(*problem));
                     c.subs.push(Ob::Never {
                         why: Cands::Local(slot),
                         origin,
@@ -188,30 +188,30 @@ impl<'c> Resolver<'c> {
         &self,
         sub: &Subscription,
         c: &Compiled<'_>,
-    ) -> Result<(u32, Vec<BundleId>), Problem> {
+    ) -> Result<(u32, Vec<BundleId>), Box<Problem>> {
         let ix = &self.index;
         let pkg = *ix
             .pkg_ids
             .get(sub.package.as_str())
-            .ok_or_else(|| Problem::NoSuchPackage {
+            .ok_or_else(|| Box::new(Problem::NoSuchPackage {
                 package: sub.package.clone(),
-            })?;
+            }))?;
         let package = &self.catalog.packages[&sub.package];
         let channel = match &sub.channel {
             Some(name) => package
                 .channels
                 .get(name)
-                .ok_or_else(|| Problem::NoSuchChannel {
+                .ok_or_else(|| Box::new(Problem::NoSuchChannel {
                     package: sub.package.clone(),
                     channel: name.clone(),
                     channels: package.channels.keys().cloned().collect(),
-                })?,
+                }))?,
             None => package
                 .default_channel()
-                .ok_or_else(|| Problem::NoDefaultChannel {
+                .ok_or_else(|| Box::new(Problem::NoDefaultChannel {
                     package: sub.package.clone(),
                     channels: package.channels.keys().cloned().collect(),
-                })?,
+                }))?,
         };
         let graph = UpgradeGraph::build(package, channel);
         let in_range = |b: BundleId| {
@@ -284,7 +284,7 @@ impl<'c> Resolver<'c> {
                 .iter()
                 .filter(|a| sub.range.as_ref().is_none_or(|r| r.matches(&a.version)))
                 .count();
-            return Err(Problem::NothingInChannel {
+            return Err(Box::new(Problem::NothingInChannel {
                 in_range,
                 package: sub.package.clone(),
                 channel: channel.name.clone(),
@@ -292,7 +292,7 @@ impl<'c> Resolver<'c> {
                 installed: installed_version.map(|v| v.to_string()),
                 policy: sub.policy,
                 available,
-            });
+            }));
         }
         Ok((pkg, list))
     }
