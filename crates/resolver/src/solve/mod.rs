@@ -190,28 +190,26 @@ impl<'c> Resolver<'c> {
         c: &Compiled<'_>,
     ) -> Result<(u32, Vec<BundleId>), Box<Problem>> {
         let ix = &self.index;
-        let pkg = *ix
-            .pkg_ids
-            .get(sub.package.as_str())
-            .ok_or_else(|| Box::new(Problem::NoSuchPackage {
+        let pkg = *ix.pkg_ids.get(sub.package.as_str()).ok_or_else(|| {
+            Box::new(Problem::NoSuchPackage {
                 package: sub.package.clone(),
-            }))?;
+            })
+        })?;
         let package = &self.catalog.packages[&sub.package];
         let channel = match &sub.channel {
-            Some(name) => package
-                .channels
-                .get(name)
-                .ok_or_else(|| Box::new(Problem::NoSuchChannel {
+            Some(name) => package.channels.get(name).ok_or_else(|| {
+                Box::new(Problem::NoSuchChannel {
                     package: sub.package.clone(),
                     channel: name.clone(),
                     channels: package.channels.keys().cloned().collect(),
-                }))?,
-            None => package
-                .default_channel()
-                .ok_or_else(|| Box::new(Problem::NoDefaultChannel {
+                })
+            })?,
+            None => package.default_channel().ok_or_else(|| {
+                Box::new(Problem::NoDefaultChannel {
                     package: sub.package.clone(),
                     channels: package.channels.keys().cloned().collect(),
-                }))?,
+                })
+            })?,
         };
         let graph = UpgradeGraph::build(package, channel);
         let in_range = |b: BundleId| {
