@@ -41,7 +41,7 @@ unit: ## Unit and library tests (no cluster needed)
 .PHONY: e2e
 e2e: ## End-to-end tests against the local control plane (starts it and the manager if needed)
 	$(CARGO) build -p windlass
-	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass $(E2E)/with-cluster.sh $(CARGO) test -p windlass-e2e -- --test-threads=4
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass $(E2E)/with-cluster.sh $(CARGO) test --no-fail-fast -p windlass-e2e -- --test-threads=4
 
 .PHONY: test
 test: ## Every test: unit, corpus and end-to-end (starts and stops the local control plane)

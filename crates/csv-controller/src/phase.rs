@@ -148,17 +148,12 @@ pub fn next(inputs: &Inputs<'_>) -> Decision {
             )
         }
         Health::Unhealthy(message) | Health::Progressing(message) => {
-            if inputs.current == Some(CsvPhase::Failed)
-                && inputs.current_reason == reason::INSTALL_CHECK_FAILED
-            {
-                return decide(
-                    CsvPhase::Failed,
-                    reason::INSTALL_CHECK_FAILED,
-                    message.clone(),
-                );
-            }
+            // Once the deadline has passed the CSV stays Failed (with the same wording) until
+            // the operator becomes healthy.
+            let already_failed = inputs.current == Some(CsvPhase::Failed)
+                && inputs.current_reason == reason::INSTALL_CHECK_FAILED;
             let started = inputs.install_started.unwrap_or(inputs.now);
-            if inputs.now.duration_since(started) > inputs.deadline {
+            if already_failed || inputs.now.duration_since(started) > inputs.deadline {
                 decide(
                     CsvPhase::Failed,
                     reason::INSTALL_CHECK_FAILED,

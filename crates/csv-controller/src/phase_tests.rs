@@ -145,7 +145,10 @@ fn an_install_check_failure_stays_failed_until_healthy() {
         Some(Health::Progressing("0 of 1".into())),
     );
     i.current_reason = reason::INSTALL_CHECK_FAILED;
-    assert_eq!(next(&i).phase, CsvPhase::Failed);
+    let d = next(&i);
+    assert_eq!(d.phase, CsvPhase::Failed);
+    // The message keeps saying why it failed on every later reconcile.
+    assert!(d.message.contains("progress deadline"), "{}", d.message);
     i.health = Some(Health::Healthy);
     assert_eq!(next(&i).phase, CsvPhase::Succeeded);
 }
