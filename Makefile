@@ -30,9 +30,10 @@ cluster-status: ## Say whether the local control plane is up and how to reach it
 	$(E2E)/cluster-status.sh
 
 .PHONY: demo
-demo: cluster ## Start the local control plane and show how to use it
-	@echo
-	@echo "Try: source <(sed 's/^/export /' $(WINDLASS_CLUSTER_DIR)/cluster.env) && kubectl get nodes"
+demo: cluster ## Local control plane + manager + built-in catalog: install, upgrade, automatic and manual rollback
+	$(CARGO) build -p windlass
+	$(E2E)/manager-restart.sh $(TARGET_DIR)/debug/windlass
+	$(E2E)/demo.sh $(TARGET_DIR)/debug/windlass
 
 .PHONY: unit
 unit: ## Unit and library tests (no cluster needed)
@@ -59,6 +60,18 @@ crds: ## Regenerate the CRD YAML in config/crd and the Helm chart from crates/ap
 	$(CARGO) run -q -p windlass-api --bin crdgen -- config/crd config/helm/windlass/crds
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks against the local control plane (CSV install time vs kubectl, idle writes, RSS)
+bench-e2e: ## Benchmarks on the local control plane: install times vs kubectl, rollback time, 200 subscriptions, idle writes, RSS
 	$(CARGO) build --release -p windlass
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench lifecycle
+
+# The manager image without a container engine (crates/windlass/Containerfile is for those with
+# one, and describes the same image). No musl target here: a static glibc build
+# (`+crt-static`, symbols stripped as the Containerfile does). The explicit --target puts it in
+# its own directory and keeps these RUSTFLAGS off the host build, so other builds stay valid.
+IMAGE_TARGET := x86_64-unknown-linux-gnu
+
+.PHONY: image
+image: cluster ## Static manager binary as an OCI image (see crates/windlass/Containerfile), pushed to the local registry
+	RUSTFLAGS="-C target-feature=+crt-static -C strip=symbols" $(CARGO) build --release -p windlass --target $(IMAGE_TARGET)
+	$(CARGO) run -q -p windlass-e2e --bin windlass-image -- --binary $(TARGET_DIR)/$(IMAGE_TARGET)/release/windlass

@@ -14,7 +14,7 @@ use kube::{Api, ResourceExt, api::PostParams};
 use serde_json::json;
 use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase, OperatorConfig};
 use windlass_csv_controller::desired::{self, InstallContext};
-use windlass_testkit::{TestNamespace, kubectl, require_manager, run_ok, state_dir};
+use windlass_testkit::{TestNamespace, kubectl, require_manager, run_ok};
 
 const ROUNDS: usize = 5;
 const POLL: Duration = Duration::from_millis(100);
@@ -161,38 +161,15 @@ async fn main() {
 
     // Steady state: nothing changes for a minute; count the manager's writes in the audit log.
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let audit = state_dir().join("logs/audit.log");
-    let before = manager_writes(&audit);
+    let before = windlass_testkit::manager::writes();
     tokio::time::sleep(Duration::from_secs(60)).await;
-    let after = manager_writes(&audit);
+    let after = windlass_testkit::manager::writes();
     println!(
         "manager writes in one idle minute with {ROUNDS} CSVs installed: {}",
         after.saturating_sub(before)
     );
-    if let Some(rss) = manager_rss_kib() {
+    if let Some(rss) = windlass_testkit::manager::memory_kib("VmRSS") {
         println!("manager idle RSS {:.1} MiB", rss as f64 / 1024.0);
     }
     drop(namespaces);
-}
-
-fn manager_writes(audit: &Path) -> usize {
-    let text = std::fs::read_to_string(audit).unwrap_or_default();
-    text.lines()
-        .filter(|line| {
-            line.contains("\"userAgent\":\"windlass-manager/")
-                && line.contains("\"stage\":\"ResponseComplete\"")
-        })
-        .count()
-}
-
-fn manager_rss_kib() -> Option<u64> {
-    let pid = std::fs::read_to_string(state_dir().join("pids/manager")).ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }

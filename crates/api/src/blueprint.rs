@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     condition::{Condition, conditions_schema},
     config::{Approval, OperatorConfig},
+    subscription::CrdDeletionPolicy,
 };
 
 /// The plan for one operator package: which CSV should be installed (`clusterServiceVersionName`),
@@ -71,16 +72,20 @@ pub struct BlueprintSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub old_cluster_service_version_name: Option<String>,
-    /// Counts the plans this Blueprint has carried; each new target is a new revision.
-    #[serde(default)]
+    /// Counts the plans this Blueprint has carried; each new target is a new revision. Set by
+    /// the Blueprint controller.
+    // Left out when zero (and `approved`, `force` when false) so that an apply built from this
+    // type never takes these fields over from the controller or from people.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub revision: i64,
     #[serde(default)]
     pub approval: Approval,
-    /// With Manual approval, the plan waits in RequiresApproval until this is true.
-    #[serde(default)]
+    /// With Manual approval, the plan waits in RequiresApproval until this is true; reset when
+    /// a new revision starts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approved: bool,
     /// Allow a rollback the rules refuse (across a minor or major version); recorded in history.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
     /// Bundles this one needs, installed first, in dependency order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -95,6 +100,14 @@ pub struct BlueprintSpec {
     pub automatic_rollback: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_limit: Option<i64>,
+    /// What happens to the CRDs this Blueprint applied when it is deleted (copied from the
+    /// Subscription). Custom resources are never deleted.
+    #[serde(default)]
+    pub crd_deletion_policy: CrdDeletionPolicy,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// One bundle the resolver chose, pinned to where it came from.
@@ -141,7 +154,10 @@ pub enum RevisionOutcome {
     InProgress,
     Completed,
     Failed,
+    /// Failed, then undone by the rollback revision that followed it.
     RolledBack,
+    /// Replaced by a newer target before it completed.
+    Superseded,
 }
 
 /// One revision as `status.history` lists it; its content is stored in the cluster.
@@ -154,6 +170,7 @@ pub struct RevisionRecord {
     pub cluster_service_version_name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// When windlass began applying it (empty while it waits for dependencies or approval).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +181,23 @@ pub struct RevisionRecord {
     /// True when the rules refused this move and `force` allowed it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forced: bool,
+    /// Set on a rollback: the earlier revision whose stored content this one re-installs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<i64>,
+}
+
+/// A target that failed and was rolled back automatically. It is not tried again until the
+/// bundle's digest changes or someone changes the Blueprint (a `metadata.generation` above
+/// `generation`), so a broken version does not flap between install and rollback.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldBack {
+    #[serde(rename = "clusterServiceVersionName")]
+    pub cluster_service_version_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// The Blueprint's generation once the rollback was recorded.
+    pub generation: i64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -179,6 +213,9 @@ pub struct BlueprintStatus {
     /// Newest first, pruned to the history limit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<RevisionRecord>,
+    /// The target that failed and is not retried while the Blueprint's intent is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<HeldBack>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,

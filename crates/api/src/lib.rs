@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod condition;
 pub mod config;
 pub mod csv;
+pub mod observe;
 pub mod subscription;
 
 pub use blueprint::{Blueprint, BlueprintSpec, BlueprintStatus};

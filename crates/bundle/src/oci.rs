@@ -2,6 +2,7 @@
 //! real OCI image with the standard bundle labels) and inspect.
 
 mod auth;
+pub mod image;
 
 use std::collections::BTreeMap;
 

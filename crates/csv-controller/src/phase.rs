@@ -112,12 +112,16 @@ pub fn next(inputs: &Inputs<'_>) -> Decision {
         }
         _ => {}
     }
-    if inputs.new_generation {
-        let mut d = decide(
-            CsvPhase::Installing,
-            reason::INSTALL_WAITING,
-            "installing the changed spec",
-        );
+    // A CSV that was being replaced but whose successor is gone or no longer supersedes it
+    // (a rollback restores it, or the successor was deleted) owns its Deployments again: it
+    // installs afresh, with a new deadline, rather than being judged by its old install clock.
+    if inputs.new_generation || inputs.current == Some(CsvPhase::Replacing) {
+        let message = if inputs.new_generation {
+            "installing the changed spec"
+        } else {
+            "installing again: no successor supersedes it any more"
+        };
+        let mut d = decide(CsvPhase::Installing, reason::INSTALL_WAITING, message);
         d.restart_clock = true;
         return with_health(d, inputs);
     }

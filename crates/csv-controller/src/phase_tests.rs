@@ -152,3 +152,21 @@ fn an_install_check_failure_stays_failed_until_healthy() {
     i.health = Some(Health::Healthy);
     assert_eq!(next(&i).phase, CsvPhase::Succeeded);
 }
+
+#[test]
+fn a_replacing_csv_whose_successor_went_away_installs_again_with_a_new_clock() {
+    let mut i = inputs(
+        Some(CsvPhase::Replacing),
+        Some(Health::Progressing("0 of 1 updated".into())),
+    );
+    i.current_reason = reason::BEING_REPLACED;
+    i.now = at(3600);
+    assert!(should_apply(&i));
+    let d = next(&i);
+    assert_eq!(
+        (d.phase, d.reason, d.restart_clock),
+        (CsvPhase::Installing, reason::INSTALL_WAITING, true)
+    );
+    let d = next(&inputs(Some(CsvPhase::Replacing), Some(Health::Healthy)));
+    assert_eq!(d.phase, CsvPhase::Succeeded);
+}

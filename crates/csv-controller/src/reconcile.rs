@@ -93,11 +93,7 @@ pub struct Context {
     pub metrics: Arc<dyn ReconcileMetrics>,
 }
 
-/// How the manager observes reconciles (count, duration, errors) without this crate knowing
-/// the metrics library.
-pub trait ReconcileMetrics: Send + Sync {
-    fn reconciled(&self, duration: Duration, error: Option<&'static str>);
-}
+pub use windlass_api::observe::ReconcileMetrics;
 
 /// Runs the controller until `shutdown` resolves.
 pub async fn run(

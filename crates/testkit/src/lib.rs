@@ -5,6 +5,10 @@
 //! it): `make test` starts it, and a test run without it fails with a message saying how to
 //! start it.
 
+pub mod catalogs;
+pub mod lifecycle;
+pub mod manager;
+
 use std::{
     collections::BTreeMap,
     future::Future,

@@ -28,6 +28,10 @@ enum Command {
     Catalog(cmd::catalog::CatalogCommand),
     /// Run the windlass controllers against a cluster.
     Manager(manager::ManagerArgs),
+    /// Roll a Subscription's operator back to the version that Succeeded before the current one.
+    Rollback(cmd::lifecycle::RollbackArgs),
+    /// Hand a Subscription's target back to windlass after a manual rollback.
+    Resume(cmd::lifecycle::Target),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,8 @@ fn main() -> ExitCode {
         Command::Bundle(command) => cmd::bundle::run(command),
         Command::Catalog(command) => cmd::catalog::run(command),
         Command::Manager(args) => manager::run(args),
+        Command::Rollback(args) => cmd::lifecycle::rollback(args),
+        Command::Resume(args) => cmd::lifecycle::resume(args),
     };
     match result {
         Ok(code) => code,

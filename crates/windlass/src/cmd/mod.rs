@@ -7,3 +7,4 @@ pub mod bundle_registry;
 pub mod catalog;
 pub mod catalog_graph;
 pub mod catalog_render;
+pub mod lifecycle;

@@ -1,6 +1,8 @@
 //! Leader election on a coordination.k8s.io Lease: one replica reconciles, the others wait.
 //! The holder renews the Lease; a candidate takes it over only once it has expired, and every
-//! update is guarded by the Lease's resourceVersion, so two replicas never both win.
+//! update is guarded by the Lease's resourceVersion, so two replicas never both win. A holder
+//! that shuts down cleanly releases the Lease, so a waiting replica takes over at its next try
+//! instead of waiting for the Lease to expire.
 
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use kube::{
     api::{ObjectMeta, PostParams},
 };
 use tokio::sync::watch;
-use tracing::debug;
+use tracing::{debug, info, warn};
 
 const LEASE_DURATION: Duration = Duration::from_secs(30);
 const RENEW_EVERY: Duration = Duration::from_secs(10);
@@ -133,7 +135,7 @@ impl Lease {
 
 impl Held {
     /// Renews the Lease until shutdown; returns an error when leadership is lost.
-    pub async fn keep(self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    pub async fn keep(&self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
         let mut last_renewed = tokio::time::Instant::now();
         loop {
             tokio::select! {
@@ -150,6 +152,40 @@ impl Held {
                     return Err(error).context("could not renew the Lease before it expired");
                 }
             }
+        }
+    }
+}
+
+impl Held {
+    /// Gives the Lease up, once this replica has stopped reconciling: the holder is cleared and
+    /// the duration cut to one second, as client-go does, so a waiting replica takes over at its
+    /// next try. Best effort: when it fails, the Lease simply expires.
+    pub async fn release(self) {
+        let lease = &self.lease;
+        let result = async {
+            let Some(mut current) = lease.api.get_opt(&lease.name).await? else {
+                return Ok(false);
+            };
+            let mut spec = current.spec.clone().unwrap_or_default();
+            if spec.holder_identity.as_deref() != Some(lease.identity.as_str()) {
+                return Ok(false);
+            }
+            spec.holder_identity = None;
+            spec.lease_duration_seconds = Some(1);
+            spec.renew_time = Some(MicroTime(Timestamp::now()));
+            current.spec = Some(spec);
+            // Guarded by the resourceVersion just read, like every other write.
+            lease
+                .api
+                .replace(&lease.name, &PostParams::default(), &current)
+                .await
+                .map(|_| true)
+        }
+        .await;
+        match result {
+            Ok(true) => info!(lease = %lease.name, "released the Lease"),
+            Ok(false) => debug!("the Lease was no longer ours; nothing to release"),
+            Err(error) => warn!(%error, "could not release the Lease; it expires on its own"),
         }
     }
 }

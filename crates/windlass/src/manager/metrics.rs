@@ -63,10 +63,7 @@ impl Registry {
     }
 
     /// The metrics sink for one controller.
-    pub fn controller(
-        &self,
-        name: &str,
-    ) -> Arc<dyn windlass_csv_controller::reconcile::ReconcileMetrics> {
+    pub fn controller(&self, name: &str) -> Arc<dyn windlass_api::observe::ReconcileMetrics> {
         Arc::new(ControllerMetrics {
             registry: self.clone(),
             controller: name.to_string(),
@@ -91,7 +88,7 @@ struct ControllerMetrics {
     controller: String,
 }
 
-impl windlass_csv_controller::reconcile::ReconcileMetrics for ControllerMetrics {
+impl windlass_api::observe::ReconcileMetrics for ControllerMetrics {
     fn reconciled(&self, duration: Duration, error: Option<&'static str>) {
         let label = ControllerLabel {
             controller: self.controller.clone(),

@@ -4,6 +4,7 @@
 mod http;
 mod leader;
 mod metrics;
+mod scope;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
@@ -39,10 +40,23 @@ pub struct ManagerArgs {
     /// Do not serve the sample catalog compiled into the manager.
     #[arg(long)]
     pub no_builtin_catalog: bool,
+    /// The controllers to run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = scope::Controller::ALL)]
+    pub controllers: Vec<scope::Controller>,
+    /// Watch and reconcile the objects of this namespace only (default: every namespace);
+    /// checks that must see every namespace still do. Catalogs are cluster-scoped: leave
+    /// `catalog` out of --controllers when another manager serves them.
+    #[arg(long, env = "WATCH_NAMESPACE")]
+    pub watch_namespace: Option<String>,
 }
 
-/// The CRDs each controller needs Established before it starts.
-const CSV_CRD: &str = "clusterserviceversions.windlass.dev";
+/// The CRDs the controllers need Established before they start.
+const CRDS: [&str; 4] = [
+    "catalogs.windlass.dev",
+    "subscriptions.windlass.dev",
+    "blueprints.windlass.dev",
+    "clusterserviceversions.windlass.dev",
+];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
     init_logging(&args.log_level, &args.log_format)?;
@@ -69,7 +83,7 @@ fn init_logging(level: &str, format: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+pub(crate) async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = match kubeconfig {
         Some(path) => {
@@ -93,6 +107,12 @@ async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
 
 async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     let client = client(args.kubeconfig.as_ref()).await?;
+    let client = match &args.watch_namespace {
+        Some(namespace) => scope::narrowed(client, namespace)
+            .await
+            .context("discovering which kinds are namespaced")?,
+        None => client,
+    };
     let version = client
         .apiserver_version()
         .await
@@ -101,6 +121,8 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     if args.no_builtin_catalog {
         info!("built-in catalog disabled");
     }
+    info!(controllers = ?args.controllers, watch_namespace = ?args.watch_namespace, "reconciling");
+    let runs = |controller| args.controllers.contains(&controller);
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let state = Arc::new(http::State::default());
@@ -136,11 +158,55 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
         info!("became leader");
     }
 
-    wait_established(&client, CSV_CRD, shutdown_rx.clone()).await?;
+    for crd in CRDS {
+        wait_established(&client, crd, shutdown_rx.clone()).await?;
+    }
+    if runs(scope::Controller::Catalog) {
+        windlass_catalog_controller::ensure_builtin(&client, !args.no_builtin_catalog)
+            .await
+            .context("creating the built-in Catalog")?;
+    }
     state.set_ready(true);
-    let csv_metrics = registry.controller("clusterserviceversion");
-    let csv_shutdown = until_shutdown(shutdown_rx.clone());
-    let controllers = windlass_csv_controller::run(client.clone(), csv_metrics, csv_shutdown);
+    let store = windlass_catalog_controller::CatalogStore::new();
+    let controllers = async {
+        tokio::join!(
+            scope::only_if(
+                runs(scope::Controller::Catalog),
+                windlass_catalog_controller::run(
+                    client.clone(),
+                    store.clone(),
+                    registry.controller("catalog"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
+            ),
+            scope::only_if(
+                runs(scope::Controller::Subscription),
+                windlass_subscription_controller::run(
+                    client.clone(),
+                    store.clone(),
+                    registry.controller("subscription"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
+            ),
+            scope::only_if(
+                runs(scope::Controller::Blueprint),
+                windlass_blueprint_controller::run(
+                    client.clone(),
+                    store.clone(),
+                    registry.controller("blueprint"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
+            ),
+            scope::only_if(
+                runs(scope::Controller::ClusterServiceVersion),
+                windlass_csv_controller::run(
+                    client.clone(),
+                    registry.controller("clusterserviceversion"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
+            ),
+        );
+    };
     match leadership {
         Some(held) => {
             tokio::select! {
@@ -153,6 +219,9 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     }
                 }
             }
+            // The controllers have stopped (or were dropped): hand over without waiting for
+            // the Lease to expire.
+            held.release().await;
         }
         None => controllers.await,
     }

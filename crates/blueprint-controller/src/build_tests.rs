@@ -1,0 +1,207 @@
+use serde_json::json;
+use windlass_api::config::OperatorConfig;
+
+use super::*;
+
+fn owner() -> Owner {
+    Owner {
+        name: "db".into(),
+        namespace: "team-a".into(),
+        uid: "uid-1".into(),
+    }
+}
+
+fn content(manifests: Vec<Value>) -> RevisionContent {
+    RevisionContent {
+        revision: 3,
+        package: "acme-db".into(),
+        cluster_service_version_name: "acme-db.v1.1.0".into(),
+        version: "1.1.0".into(),
+        digest: Some("sha256:110".into()),
+        catalog: Some("builtin".into()),
+        image: None,
+        config: OperatorConfig::default(),
+        target_namespaces: None,
+        manifests: manifests
+            .into_iter()
+            .map(|object| crate::revision::StoredManifest {
+                file: "manifests/x.yaml".into(),
+                object,
+            })
+            .collect(),
+        created_by: None,
+        reason: None,
+    }
+}
+
+fn shipped_csv(modes: Value) -> Value {
+    json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {"name": "acme-db.v1.1.0", "namespace": "placeholder",
+                     "annotations": {"alm-examples": "[]"}},
+        "spec": {"version": "1.1.0", "installModes": modes},
+    })
+}
+
+#[test]
+fn namespaced_objects_are_placed_and_owned_cluster_ones_only_labelled() {
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "metrics", "namespace": "placeholder", "labels": {"app": "db"},
+                     "creationTimestamp": null},
+        "spec": {"ports": [{"port": 8080}]},
+        "status": {},
+    });
+    let built = object(&service, true, &owner());
+    assert_eq!(built["metadata"]["namespace"], "team-a");
+    assert_eq!(built["metadata"]["labels"]["app"], "db");
+    assert_eq!(built["metadata"]["labels"]["windlass.dev/blueprint"], "db");
+    assert_eq!(
+        built["metadata"]["labels"]["windlass.dev/blueprint-namespace"],
+        "team-a"
+    );
+    assert_eq!(built["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+    assert!(built["metadata"].get("creationTimestamp").is_none());
+    assert!(built.get("status").is_none());
+
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": "reader", "namespace": "placeholder"}});
+    let built = object(&role, false, &owner());
+    assert!(built["metadata"].get("namespace").is_none());
+    assert!(built["metadata"].get("ownerReferences").is_none());
+    assert_eq!(
+        built["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "windlass"
+    );
+}
+
+#[test]
+fn a_webhook_conversion_the_csv_controller_set_is_kept() {
+    let shipped = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gateways.acme.windlass.dev"},
+        "spec": {"group": "acme.windlass.dev", "conversion": {"strategy": "None"}},
+    });
+    let live = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {}}}});
+    let built = crd(&shipped, Some(&live), &owner());
+    assert!(built["spec"].get("conversion").is_none());
+
+    // No webhook live: the bundle's setting is applied as shipped.
+    let built = crd(&shipped, None, &owner());
+    assert_eq!(built["spec"]["conversion"]["strategy"], "None");
+    // A bundle that ships its own webhook conversion keeps it.
+    let mut own = shipped.clone();
+    own["spec"]["conversion"] = json!({"strategy": "Webhook"});
+    assert_eq!(
+        crd(&own, Some(&live), &owner())["spec"]["conversion"]["strategy"],
+        "Webhook"
+    );
+}
+
+#[test]
+fn the_csv_carries_the_definition_the_revision_and_the_handover() {
+    let content = content(vec![shipped_csv(json!([
+        {"type": "OwnNamespace", "supported": true},
+        {"type": "AllNamespaces", "supported": false},
+    ]))]);
+    let owner = owner();
+    let built = csv(
+        &content,
+        &CsvSettings {
+            owner: &owner,
+            revision: 3,
+            supersedes: Some("acme-db.v1.0.0".into()),
+            progress_deadline_seconds: Some(60),
+            conversions: vec!["manifests/x.yaml: converted".into()],
+        },
+    )
+    .unwrap();
+    assert_eq!(built["kind"], "ClusterServiceVersion");
+    assert_eq!(built["apiVersion"], "windlass.dev/v1alpha1");
+    assert_eq!(built["metadata"]["name"], "acme-db.v1.1.0");
+    assert_eq!(built["metadata"]["namespace"], "team-a");
+    assert_eq!(
+        built["metadata"]["annotations"]["windlass.dev/revision"],
+        "3"
+    );
+    assert_eq!(built["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(built["spec"]["supersedes"], "acme-db.v1.0.0");
+    assert_eq!(built["spec"]["targetNamespaces"], json!(["team-a"]));
+    assert_eq!(built["spec"]["progressDeadlineSeconds"], 60);
+    assert_eq!(
+        built["spec"]["definition"]["metadata"]["annotations"]["alm-examples"],
+        "[]"
+    );
+    assert_eq!(built["spec"]["definition"]["spec"]["version"], "1.1.0");
+    assert!(
+        built["spec"]["definition"]["metadata"]
+            .get("name")
+            .is_none()
+    );
+}
+
+#[test]
+fn all_namespaces_when_supported_and_nothing_is_asked() {
+    let content = content(vec![shipped_csv(
+        json!([{"type": "AllNamespaces", "supported": true}]),
+    )]);
+    let owner = owner();
+    let settings = CsvSettings {
+        owner: &owner,
+        revision: 1,
+        supersedes: None,
+        progress_deadline_seconds: None,
+        conversions: vec![],
+    };
+    let built = csv(&content, &settings).unwrap();
+    assert_eq!(built["spec"]["targetNamespaces"], json!([]));
+    assert!(built["spec"].get("supersedes").is_none());
+    assert_eq!(
+        csv(&self::content(vec![]), &settings),
+        Err(NoCsv { revision: 3 })
+    );
+}
+
+#[test]
+fn kinds_round_trip_through_the_annotation() {
+    let manifests = vec![
+        Manifest {
+            file: "a".into(),
+            object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"}),
+        },
+        Manifest {
+            file: "b".into(),
+            object: json!({"apiVersion": "v1", "kind": "Service"}),
+        },
+        Manifest {
+            file: "c".into(),
+            object: shipped_csv(json!([])),
+        },
+    ];
+    let kinds = kinds(&manifests);
+    assert_eq!(
+        kinds,
+        ["rbac.authorization.k8s.io/v1/ClusterRole", "v1/Service"]
+    );
+    assert_eq!(
+        parse_kinds(&kinds.join(",")),
+        [
+            (
+                "rbac.authorization.k8s.io/v1".to_string(),
+                "ClusterRole".to_string()
+            ),
+            ("v1".to_string(), "Service".to_string())
+        ]
+    );
+}
+
+#[test]
+fn subset_ignores_what_the_server_adds() {
+    let desired = json!({"spec": {"versions": [{"name": "v1", "served": true}]}});
+    let live = json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": true}],
+                               "conversion": {"strategy": "None"}}});
+    assert!(is_subset(&desired, &live));
+    let changed = json!({"spec": {"versions": [{"name": "v1", "served": false}]}});
+    assert!(!is_subset(&changed, &live));
+}

@@ -1,0 +1,340 @@
+//! The dereference and validate stages. A revision's content comes from its own Secret when
+//! that exists; otherwise from the catalog (pinned by digest) or, for a rollback, from the
+//! Secret of the revision it restores (never the catalog), and it is stored in the revision's
+//! Secret before anything of it is applied. Then it is converted for this Kubernetes and its
+//! CRDs are checked against the live ones and the custom resources they hold.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::Secret,
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DynamicObject, ListParams, Patch, PatchParams},
+    core::{ApiResource, TypeMeta},
+};
+use serde_json::Value;
+use windlass_api::{Blueprint, FIELD_MANAGER};
+use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
+use windlass_catalog_controller::CatalogStore;
+
+use crate::{
+    Error, build, crd_safety, names,
+    plan::{ContentRequest, CrdPolicy, Refusal, Source, Validation},
+    revision::{self, RevisionContent},
+};
+
+/// A revision's content, ready for the build stage.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub content: RevisionContent,
+    /// CRDs first, the CSV left out, each converted for this Kubernetes.
+    pub converted: ConvertedManifests,
+    /// The live CRDs the bundle's CRDs would replace, by name.
+    pub live_crds: BTreeMap<String, Value>,
+}
+
+/// Dereference and validate the content a plan asks for. `current` is the current revision's
+/// content when its Secret already read.
+pub async fn validate(
+    client: &Client,
+    store: &CatalogStore,
+    blueprint: &Blueprint,
+    request: &ContentRequest,
+    current: Option<&RevisionContent>,
+) -> Result<(Validation, Option<Loaded>), Error> {
+    let content = match dereference(client, store, blueprint, request, current).await? {
+        Ok(content) => content,
+        Err(unavailable) => return Ok((Validation::Unavailable(unavailable), None)),
+    };
+    if revision::csv_object(&content).is_none() {
+        let message = format!(
+            "{} holds no ClusterServiceVersion (operators.coreos.com)",
+            content.cluster_service_version_name
+        );
+        return Ok((Validation::Invalid(message), None));
+    }
+    let converted = match convert_manifests(&revision::to_bundle_manifests(&content)) {
+        Ok(converted) => converted,
+        Err(e) => return Ok((Validation::Invalid(e.to_string()), None)),
+    };
+    let mut live_crds = BTreeMap::new();
+    let mut violations = Vec::new();
+    let mut kept = Vec::new();
+    for crd in converted
+        .objects
+        .iter()
+        .filter(|m| m.kind() == "CustomResourceDefinition")
+    {
+        let Some(live) = live_crd(client, crd.name()).await? else {
+            continue;
+        };
+        match request.crds {
+            CrdPolicy::KeepLive => kept.push(crd.name().to_string()),
+            // Already what we would write: nothing can break, no need to read every object.
+            CrdPolicy::Apply if build::is_subset(&crd.object["spec"], &live["spec"]) => {}
+            CrdPolicy::Apply => {
+                let versions = crd_safety::versions_to_check(&live, &crd.object);
+                let existing = existing_objects(client, &live, &versions).await?;
+                violations.extend(crd_safety::check(&live, &crd.object, &existing));
+            }
+        }
+        live_crds.insert(crd.name().to_string(), live);
+    }
+    let validation = if violations.is_empty() {
+        Validation::Ready { kept_crds: kept }
+    } else {
+        Validation::UnsafeCrds(violations)
+    };
+    let loaded = Loaded {
+        content,
+        converted,
+        live_crds,
+    };
+    Ok((validation, Some(loaded)))
+}
+
+/// The content of the requested revision, stored in its Secret. `Err(message)` when it cannot
+/// be had right now.
+async fn dereference(
+    client: &Client,
+    store: &CatalogStore,
+    blueprint: &Blueprint,
+    request: &ContentRequest,
+    current: Option<&RevisionContent>,
+) -> Result<Result<RevisionContent, String>, Error> {
+    // The Secret wins when it holds this revision; one holding something else (a number
+    // reused after a crash, a hand edit) is written over from the source.
+    if let Some(content) = current.filter(|c| {
+        c.revision == request.revision && c.cluster_service_version_name == request.csv_name
+    }) {
+        return Ok(Ok(content.clone()));
+    }
+    let mut content = match &request.source {
+        Source::Catalog {
+            catalog,
+            csv_name,
+            digest,
+        } => match fetch(store, catalog.as_deref(), csv_name, digest.as_deref()).await {
+            Ok((catalog, bundle)) => {
+                let spec = &blueprint.spec;
+                revision::from_bundle(
+                    request.revision,
+                    &bundle,
+                    Some(&catalog),
+                    spec.config.clone(),
+                    spec.target_namespaces.clone(),
+                )
+            }
+            Err(message) => return Ok(Err(message)),
+        },
+        Source::Stored { revision: from } => match read(client, blueprint, *from).await? {
+            Ok(mut restored) => {
+                restored.reason = Some(format!("restored from revision {from}"));
+                restored
+            }
+            Err(refusal) => return Ok(Err(refusal.message)),
+        },
+    };
+    content.revision = request.revision;
+    content.created_by = Some(names::CONTROLLER_NAME.to_string());
+    store_revision(client, blueprint, &content).await?;
+    Ok(Ok(content))
+}
+
+/// The bundle from the named catalog, or from the first served catalog that has it.
+async fn fetch(
+    store: &CatalogStore,
+    catalog: Option<&str>,
+    csv_name: &str,
+    digest: Option<&str>,
+) -> Result<
+    (
+        String,
+        std::sync::Arc<windlass_catalog_controller::BundleContent>,
+    ),
+    String,
+> {
+    let catalogs = match catalog {
+        Some(name) => vec![name.to_string()],
+        None => store.names(),
+    };
+    let mut last = format!("no served catalog has {csv_name}");
+    for name in catalogs {
+        match store.bundle(&name, csv_name, digest).await {
+            Ok(bundle) => return Ok((name, bundle)),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
+}
+
+/// Writes a revision Secret (server-side apply: idempotent when a crash repeats it).
+pub async fn store_revision(
+    client: &Client,
+    blueprint: &Blueprint,
+    content: &RevisionContent,
+) -> Result<(), Error> {
+    let name = blueprint.name_any();
+    let mut secret = revision::to_secret(content, blueprint).map_err(|source| Error::Revision {
+        blueprint: name.clone(),
+        source,
+    })?;
+    // Label values are bounded; the selector the controller lists with uses the same bound.
+    let labels = secret.metadata.labels.get_or_insert_default();
+    labels.insert(
+        revision::BLUEPRINT_LABEL.to_string(),
+        names::label_value(&name),
+    );
+    // The kinds as applied (legacy APIs converted), which is where leftovers are looked for.
+    let shipped = revision::to_bundle_manifests(content);
+    let kinds = match convert_manifests(&shipped) {
+        Ok(converted) => build::kinds(&converted.objects),
+        Err(_) => build::kinds(&shipped),
+    }
+    .join(",");
+    secret
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(names::KINDS_ANNOTATION.to_string(), kinds);
+    let secret_name = secret.name_any();
+    Api::<Secret>::namespaced(client.clone(), &blueprint.namespace().unwrap_or_default())
+        .patch(
+            &secret_name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&secret),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::Store {
+            secret: secret_name,
+            source,
+        })
+}
+
+/// A stored revision's content, or why it cannot be restored.
+pub async fn read(
+    client: &Client,
+    blueprint: &Blueprint,
+    revision: i64,
+) -> Result<Result<RevisionContent, Refusal>, Error> {
+    let name = revision::secret_name(&blueprint.name_any(), revision);
+    let secret =
+        Api::<Secret>::namespaced(client.clone(), &blueprint.namespace().unwrap_or_default())
+            .get_opt(&name)
+            .await
+            .map_err(|source| Error::Read {
+                what: format!("revision Secret {name}"),
+                source,
+            })?;
+    let Some(secret) = secret else {
+        return Ok(Err(Refusal {
+            reason: "RevisionContentMissing",
+            message: format!(
+                "revision {revision} can no longer be restored: its Secret {name} was pruned or \
+                 deleted; install a version from the catalog instead"
+            ),
+        }));
+    };
+    Ok(revision::from_secret(&secret).map_err(|e| Refusal {
+        reason: "RevisionContentUnreadable",
+        message: format!("revision {revision} cannot be restored: {e}"),
+    }))
+}
+
+/// Whether a stored revision can run again: its Secret reads, and the live CRDs still serve
+/// every API version its CSV owns (CRDs stay at their newer definition in a rollback).
+pub async fn rollback_source(
+    client: &Client,
+    blueprint: &Blueprint,
+    revision: i64,
+) -> Result<Result<(), Refusal>, Error> {
+    let content = match read(client, blueprint, revision).await? {
+        Ok(content) => content,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let owned = revision::csv_object(&content)
+        .and_then(|csv| csv.pointer("/spec/customresourcedefinitions/owned"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut missing = Vec::new();
+    for api in &owned {
+        let (Some(crd), Some(version)) = (api["name"].as_str(), api["version"].as_str()) else {
+            continue;
+        };
+        if let Some(live) = live_crd(client, crd).await?
+            && !crd_safety::served_versions(&live)
+                .iter()
+                .any(|v| v == version)
+        {
+            missing.push(format!("{crd} {version}"));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(Ok(()));
+    }
+    Ok(Err(Refusal {
+        reason: "OwnedAPIsNotServed",
+        message: format!(
+            "{} owns {}, which the live CRDs no longer serve; rolling back would leave it \
+             without its APIs",
+            content.cluster_service_version_name,
+            missing.join(", ")
+        ),
+    }))
+}
+
+async fn live_crd(client: &Client, name: &str) -> Result<Option<Value>, Error> {
+    let live = Api::<CustomResourceDefinition>::all(client.clone())
+        .get_opt(name)
+        .await
+        .map_err(|source| Error::Read {
+            what: format!("CRD {name}"),
+            source,
+        })?;
+    Ok(live.map(|crd| serde_json::to_value(crd).unwrap_or_default()))
+}
+
+/// Every custom resource of the CRD, as each version served by both definitions shows it.
+async fn existing_objects(
+    client: &Client,
+    live: &Value,
+    versions: &[String],
+) -> Result<Vec<Value>, Error> {
+    let text = |pointer: &str| live.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+    let (group, kind, plural) = (
+        text("/spec/group"),
+        text("/spec/names/kind"),
+        text("/spec/names/plural"),
+    );
+    let mut objects = Vec::new();
+    for version in versions {
+        let resource = ApiResource {
+            group: group.to_string(),
+            version: version.clone(),
+            api_version: format!("{group}/{version}"),
+            kind: kind.to_string(),
+            plural: plural.to_string(),
+        };
+        let list = Api::<DynamicObject>::all_with(client.clone(), &resource)
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| Error::Read {
+                what: format!("{plural}.{group}/{version} objects"),
+                source,
+            })?;
+        // List items may leave out their type; the safety check reads the version from it.
+        objects.extend(list.items.into_iter().map(|mut o| {
+            o.types = Some(TypeMeta {
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+            });
+            serde_json::to_value(o).unwrap_or_default()
+        }));
+    }
+    Ok(objects)
+}

@@ -1,0 +1,88 @@
+//! What can go wrong in a reconcile, by stage, with the object concerned.
+
+use crate::revision::RevisionError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading cluster state (the Blueprint, its Secrets, CSVs, CRDs, custom resources).
+    #[error("reading {what}: {source}")]
+    Read { what: String, source: kube::Error },
+    /// A revision Secret that cannot be built or read back.
+    #[error("revision of Blueprint {blueprint}: {source}")]
+    Revision {
+        blueprint: String,
+        source: RevisionError,
+    },
+    /// The build stage found the revision's content unusable.
+    #[error("building {name}: {message}")]
+    Build { name: String, message: String },
+    /// Writing a revision Secret.
+    #[error("storing revision Secret {secret}: {source}")]
+    Store { secret: String, source: kube::Error },
+    /// An object the plan applies.
+    #[error("applying {kind} {name}: {source}")]
+    Apply {
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
+    /// A manifest the cluster has no API for (yet: a CRD applied moments ago, for example).
+    #[error("{kind} {name}: {api_version} is not served: {source}")]
+    Discovery {
+        api_version: String,
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
+    /// Removing something no longer wanted.
+    #[error("deleting {kind} {name}: {source}")]
+    Delete {
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("writing the status of Blueprint {name}: {source}")]
+    Status { name: String, source: kube::Error },
+    #[error("recording revision {revision} on Blueprint {name}: {source}")]
+    Bookkeeping {
+        name: String,
+        revision: i64,
+        source: kube::Error,
+    },
+    #[error("finalizer of Blueprint {name}: {message}")]
+    Finalizer { name: String, message: String },
+    /// The plan kept asking for facts; a bug, reported rather than looped on.
+    #[error("the plan for Blueprint {name} did not settle: {message}")]
+    Plan { name: String, message: String },
+}
+
+impl Error {
+    /// A stable label for metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Read { .. } => "read",
+            Error::Revision { .. } => "revision",
+            Error::Build { .. } => "build",
+            Error::Store { .. } => "store_revision",
+            Error::Apply { .. } => "apply",
+            Error::Discovery { .. } => "discovery",
+            Error::Delete { .. } => "delete",
+            Error::Status { .. } => "status",
+            Error::Bookkeeping { .. } => "bookkeeping",
+            Error::Finalizer { .. } => "finalizer",
+            Error::Plan { .. } => "plan",
+        }
+    }
+
+    /// A write that lost a race with another writer: decide again from fresh state, quickly.
+    pub fn is_conflict(&self) -> bool {
+        let source = match self {
+            Error::Status { source, .. }
+            | Error::Bookkeeping { source, .. }
+            | Error::Store { source, .. }
+            | Error::Apply { source, .. } => source,
+            _ => return false,
+        };
+        matches!(source, kube::Error::Api(status) if status.code == 409)
+    }
+}

@@ -1,0 +1,253 @@
+//! The brain of the Blueprint controller: from what the cluster says now (the Blueprint, its
+//! stored revisions, its ClusterServiceVersions, the Blueprints it depends on) decide the one
+//! next thing to do and the status that describes it. Pure: no cluster access, no clock.
+//!
+//! Every decision is re-derived from durable state, never from memory, so the controller may be
+//! killed at any moment and pick up where it was:
+//! - a revision starts by recording it in `status.history` first and then bumping
+//!   `spec.revision` (a bookkeeping patch); a record ahead of `spec.revision` means the patch
+//!   did not land, and it is redone before anything else;
+//! - a revision's content is stored in its Secret before anything of it is applied;
+//! - a CSV's status counts for a revision only when the CSV carries that revision's annotation
+//!   and has observed its own generation;
+//! - a rollback revision names the revision it restores (`restoredFrom`), and a target that was
+//!   rolled back is held back (`status.heldBack`) until the intent changes.
+//!
+//! Some facts are expensive or need content the plan chooses (the CRD safety check of the
+//! revision about to be applied, whether a rollback source can still run); the plan asks for
+//! them with [`Action::Check`] and the reconciler decides again with the fact filled in.
+
+mod history;
+mod intent;
+mod progress;
+mod report;
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use windlass_api::{
+    BlueprintSpec, BlueprintStatus, CsvPhase, blueprint::BlueprintPhase, config::OperatorConfig,
+};
+
+use crate::crd_safety::Violation;
+
+pub use report::{
+    CRD_UPGRADE_SAFE, CRDS_KEPT, Note, READY, ROLLBACK_ALLOWED, STEP_CRDS, STEP_CSV,
+    STEP_DEPENDENCIES, STEP_OBJECTS,
+};
+
+/// Everything the plan looks at.
+#[derive(Clone, Debug)]
+pub struct Input<'a> {
+    /// The Blueprint's name, for messages.
+    pub name: &'a str,
+    pub generation: i64,
+    pub spec: &'a BlueprintSpec,
+    pub status: &'a BlueprintStatus,
+    /// The revision Secrets that exist.
+    pub stored: &'a [StoredRevision],
+    /// The windlass ClusterServiceVersions this Blueprint created.
+    pub csvs: &'a [ObservedCsv],
+    /// The Blueprints of `spec.dependencies`, by package.
+    pub dependencies: &'a [DependencyState],
+    pub facts: &'a Facts,
+    pub now: Timestamp,
+}
+
+/// One revision Secret, as far as the plan needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRevision {
+    pub revision: i64,
+    pub csv_name: String,
+    pub version: String,
+    /// Decoded only for the current revision: what it was installed with.
+    pub settings: Option<Settings>,
+}
+
+/// What a revision installs besides the bundle's name: compared with the spec to tell whether
+/// the intent changed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Settings {
+    pub digest: Option<String>,
+    pub config: OperatorConfig,
+    pub target_namespaces: Option<Vec<String>>,
+}
+
+/// A windlass ClusterServiceVersion of this Blueprint.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ObservedCsv {
+    pub name: String,
+    /// The revision that last applied it (its `windlass.dev/revision` annotation).
+    pub revision: Option<i64>,
+    pub generation: Option<i64>,
+    pub observed_generation: Option<i64>,
+    pub phase: Option<CsvPhase>,
+    pub reason: String,
+    pub message: String,
+    pub install_start: Option<Timestamp>,
+    pub supersedes: Option<String>,
+    /// It has a deletion timestamp.
+    pub deleting: bool,
+}
+
+/// Where a dependency stands.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DependencyState {
+    pub package: String,
+    /// `None` when no Blueprint in the namespace installs the package yet.
+    pub phase: Option<BlueprintPhase>,
+    pub version: Option<String>,
+}
+
+/// Facts gathered on request ([`Action::Check`]).
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub validation: Option<Validation>,
+    /// Whether the stored revision can be restored: its Secret reads, and the live CRDs still
+    /// serve every API version its CSV owns.
+    pub rollback_source: Option<(i64, Result<(), Refusal>)>,
+}
+
+/// The validate stage's verdict on the current revision's content.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Validation {
+    /// Safe to apply. `kept_crds`: CRDs a rollback leaves at their newer live definition.
+    Ready { kept_crds: Vec<String> },
+    /// The content cannot be read now (catalog not served, registry down, Secret unreadable).
+    Unavailable(String),
+    /// The bundle cannot be installed as shipped (for example an API with no mechanical move).
+    Invalid(String),
+    /// Replacing the live CRDs would lose data or invalidate existing objects.
+    UnsafeCrds(Vec<Violation>),
+}
+
+/// Why something may not go ahead, in condition form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The plan's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub action: Action,
+    /// The whole status as it should be after this step.
+    pub status: BlueprintStatus,
+    /// Bookkeeping to merge-patch into the spec after the status is written.
+    pub bookkeeping: Option<Bookkeeping>,
+    /// Revision Secrets to delete (beyond the history limit, never the protected ones).
+    pub prune_revisions: Vec<i64>,
+    /// Events worth telling a person, from the difference between the old and new status.
+    pub notes: Vec<Note>,
+    pub requeue: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Write the status (and bookkeeping); nothing to apply.
+    Record,
+    /// Gather this fact and decide again; nothing is written this round.
+    Check(Need),
+    /// Apply the current revision, then write the status.
+    Apply(ApplyPlan),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Need {
+    /// Read the content of the current revision and run the validate stage on it.
+    Validate(ContentRequest),
+    /// Check that this stored revision can be restored.
+    RollbackSource { revision: i64 },
+}
+
+/// Which content a revision installs and how its CRDs are treated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContentRequest {
+    pub revision: i64,
+    pub csv_name: String,
+    /// Where the content comes from when the revision's own Secret does not exist yet.
+    pub source: Source,
+    pub crds: CrdPolicy,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// The catalog, pinned by digest; the spec's settings go with it.
+    Catalog {
+        catalog: Option<String>,
+        csv_name: String,
+        digest: Option<String>,
+    },
+    /// A stored revision (a rollback reads only Secrets), with the settings it was installed with.
+    Stored { revision: i64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrdPolicy {
+    /// Apply the bundle's CRDs (after the safety check).
+    Apply,
+    /// A rollback: CRDs that exist stay at their newer definition; missing ones are created.
+    KeepLive,
+}
+
+/// What applying the current revision involves besides its content.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApplyPlan {
+    pub content: ContentRequest,
+    /// `spec.supersedes` of the revision's CSV.
+    pub supersedes: Option<String>,
+    /// CSVs whose `spec.supersedes` names the revision's CSV: cleared first, so no two CSVs
+    /// supersede each other.
+    pub clear_supersedes: Vec<String>,
+    /// CSVs of this Blueprint that neither run nor hand over anything any more.
+    pub delete_csvs: Vec<String>,
+}
+
+/// The spec fields the Blueprint controller owns (a JSON merge patch, never an apply, so the
+/// Subscription's apply never removes them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bookkeeping {
+    pub revision: i64,
+    pub old_version: Option<String>,
+    pub old_cluster_service_version_name: Option<String>,
+    /// `approved` goes back to false: approval is per revision.
+    pub reset_approval: bool,
+}
+
+/// Decides the next step. See the module documentation for the rules.
+pub fn decide(input: &Input<'_>) -> Decision {
+    let mut draft = report::Draft::new(input);
+    if let Some(newest) = history::unlanded(input) {
+        return history::redo_bookkeeping(input, draft, &newest);
+    }
+    let current = history::current(input);
+    match intent::resolve(input, current.as_ref()) {
+        intent::Intent::Waiting(refusal) => return draft.waiting_for_target(refusal),
+        intent::Intent::Start(start) => match progress::admit(input, &start) {
+            progress::Admission::Go => return progress::begin(input, draft, start, None),
+            progress::Admission::Check(need) => return draft.check(need),
+            // A refused rollback keeps what runs.
+            progress::Admission::Refused(refusal) => draft.refuse_rollback(refusal),
+        },
+        intent::Intent::Refuse(refusal) => draft.refuse_rollback(refusal),
+        intent::Intent::Continue { held } => {
+            draft.clear_settled_refusal();
+            if !held {
+                // The spec moved on from the target that was held back.
+                draft.status.held_back = None;
+            }
+        }
+    }
+    match current {
+        Some(current) => progress::execute(input, draft, current),
+        // Continue and Refuse only come with a current revision.
+        None => draft.waiting_for_target(Refusal {
+            reason: "NoRevision",
+            message: "no revision recorded yet".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

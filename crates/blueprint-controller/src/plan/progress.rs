@@ -1,0 +1,600 @@
+//! Moving the current revision along: record a new one, wait for what it needs, apply it,
+//! judge its CSV against the progress deadline, and roll back when it fails.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use windlass_api::{
+    CsvPhase,
+    blueprint::{BlueprintPhase, HeldBack, RevisionOutcome, RevisionRecord},
+    config::{Approval, DEFAULT_PROGRESS_DEADLINE_SECONDS},
+};
+use windlass_resolver::rollback::{RollbackReason, RollbackRequest, check_rollback};
+
+use super::{
+    Action, ApplyPlan, ContentRequest, CrdPolicy, Decision, Input, Need, ObservedCsv, Refusal,
+    Source, Validation, history,
+    intent::{self, Start, StartKind},
+    report::{CRD_UPGRADE_SAFE, CRDS_KEPT, Draft, ROLLBACK_ALLOWED, Stage},
+};
+use crate::crd_safety;
+
+/// Right after a write of our own: its watch event usually comes first anyway.
+const SOON: Duration = Duration::from_secs(1);
+/// Waiting on something a watch reports (dependencies); a safety net only.
+const WAITING: Duration = Duration::from_secs(60);
+/// Waiting on something no watch reports (catalog content, existing custom resources).
+const RETRY: Duration = Duration::from_secs(30);
+/// Waiting for a person.
+const APPROVAL: Duration = Duration::from_secs(300);
+/// Longest gap between looks while a CSV installs (its changes wake us sooner).
+const PROGRESS: Duration = Duration::from_secs(60);
+/// Re-applying a settled revision repairs drift.
+const STEADY: Duration = Duration::from_secs(600);
+
+/// Whether a new revision may be recorded now.
+pub(super) enum Admission {
+    Go,
+    /// Find out first whether the rollback's source can run.
+    Check(Need),
+    Refused(Refusal),
+}
+
+/// A rollback is recorded only once its source is known to be restorable.
+pub(super) fn admit(input: &Input<'_>, start: &Start) -> Admission {
+    let StartKind::Restore { from, .. } = start.kind else {
+        return Admission::Go;
+    };
+    match &input.facts.rollback_source {
+        Some((revision, Ok(()))) if *revision == from => Admission::Go,
+        Some((revision, Err(refusal))) if *revision == from => Admission::Refused(refusal.clone()),
+        _ => Admission::Check(Need::RollbackSource { revision: from }),
+    }
+}
+
+/// Records a new revision (admitted): the status first, then the bookkeeping patch.
+pub(super) fn begin<'a>(
+    input: &'a Input<'a>,
+    mut draft: Draft<'a>,
+    start: Start,
+    held: Option<HeldBack>,
+) -> Decision {
+    let restored_from = match start.kind {
+        StartKind::Restore { from, .. } => Some(from),
+        StartKind::Catalog => None,
+    };
+    let revision = history::next_revision(input);
+    let now = draft.now();
+    if let Some(mut previous) = draft.status.history.first().cloned()
+        && previous.outcome == RevisionOutcome::InProgress
+    {
+        previous.outcome = RevisionOutcome::Superseded;
+        previous.completion_time = Some(now.clone());
+        previous.reason = format!("superseded by revision {revision}: {}", start.reason);
+        draft.update_record(&previous);
+    }
+    let record = RevisionRecord {
+        revision,
+        version: start.version.clone(),
+        cluster_service_version_name: start.csv_name.clone(),
+        digest: start.digest.clone(),
+        started_time: None,
+        completion_time: None,
+        outcome: RevisionOutcome::InProgress,
+        reason: start.reason.clone(),
+        forced: start.forced,
+        restored_from,
+    };
+    draft.push_record(record.clone());
+    draft.status.held_back = held;
+    let phase = match start.kind {
+        StartKind::Restore { automatic, .. } => {
+            let reason = match (start.forced, automatic) {
+                (true, _) => "Forced",
+                (false, true) => "AutomaticRollback",
+                (false, false) => "Allowed",
+            };
+            draft.set_condition(ROLLBACK_ALLOWED, true, reason, &start.reason);
+            BlueprintPhase::RollingBack
+        }
+        StartKind::Catalog => {
+            draft.remove_condition(ROLLBACK_ALLOWED);
+            draft.remove_condition(CRDS_KEPT);
+            BlueprintPhase::Pending
+        }
+    };
+    let shown = match start.kind {
+        StartKind::Restore { .. } => start.version.clone(),
+        StartKind::Catalog => shown_version(input, &record),
+    };
+    draft.stage(phase, Some(&shown), Stage::Recorded);
+    let bookkeeping = history::bookkeeping_for(input, &draft.status.history, &record);
+    draft.finish(Action::Record, Some(bookkeeping), SOON)
+}
+
+/// Carries the current revision one step further.
+pub(super) fn execute<'a>(
+    input: &'a Input<'a>,
+    draft: Draft<'a>,
+    current: RevisionRecord,
+) -> Decision {
+    match current.outcome {
+        RevisionOutcome::InProgress => in_progress(input, draft, current),
+        RevisionOutcome::Completed => completed(input, draft, current),
+        RevisionOutcome::Failed => failed(input, draft, current),
+        // Only a hand-edited spec.revision points at one of these; nothing runs for it.
+        RevisionOutcome::RolledBack | RevisionOutcome::Superseded => {
+            let why = current.reason.clone();
+            stay_failed(input, draft, &current, &why, None)
+        }
+    }
+}
+
+fn in_progress<'a>(
+    input: &'a Input<'a>,
+    mut draft: Draft<'a>,
+    current: RevisionRecord,
+) -> Decision {
+    let restoring = current.restored_from.is_some();
+    let version_text = current.version.clone();
+    let version = Some(version_text.as_str());
+    // Until something of it is applied, what runs is still the version before it.
+    let waiting_text = shown_version(input, &current);
+    let waiting = Some(waiting_text.as_str());
+    // A rollback goes back to something that ran here: it waits for nothing.
+    if current.started_time.is_none() && !restoring {
+        if let Some(why) = waiting_for_dependencies(input) {
+            draft.stage(BlueprintPhase::Pending, waiting, Stage::Dependencies(why));
+            return draft.finish(Action::Record, None, WAITING);
+        }
+        if needs_approval(input, &current) {
+            draft.stage(BlueprintPhase::RequiresApproval, waiting, Stage::Approval);
+            return draft.finish(Action::Record, None, APPROVAL);
+        }
+    }
+    let Some(validation) = &input.facts.validation else {
+        return draft.check(Need::Validate(content_request(input, &current)));
+    };
+    let started = current.started_time.is_some();
+    match validation {
+        Validation::Invalid(message) => {
+            let why = format!("the bundle cannot be installed: {message}");
+            return fail(input, draft, current, &why);
+        }
+        Validation::Unavailable(message) if !started => {
+            let message = format!("bundle content unavailable: {message}");
+            draft.stage(BlueprintPhase::Pending, waiting, Stage::Content(message));
+            return draft.finish(Action::Record, None, RETRY);
+        }
+        Validation::UnsafeCrds(violations) if !started => {
+            let summary = unsafe_crds(&mut draft, violations);
+            draft.stage(BlueprintPhase::Pending, waiting, Stage::Blocked(summary));
+            return draft.finish(Action::Record, None, RETRY);
+        }
+        _ => {}
+    }
+    let (apply, crds) = validated(&mut draft, validation, restoring);
+    let mut record = current;
+    if record.started_time.is_none() {
+        record.started_time = Some(draft.now());
+        draft.update_record(&record);
+    }
+    let action = if apply {
+        Action::Apply(apply_plan(input, &record))
+    } else {
+        Action::Record
+    };
+    match judge(input, &record) {
+        Verdict::Succeeded(csv) => {
+            complete(&mut draft, &record);
+            let phase = settled_phase(input, &record);
+            draft.stage(phase, version, Stage::Done { crds, csv });
+            draft.finish(action, None, STEADY)
+        }
+        Verdict::Failed(why) => fail(input, draft, record, &why),
+        Verdict::Running { message, deadline } => {
+            let phase = if restoring {
+                BlueprintPhase::RollingBack
+            } else {
+                BlueprintPhase::Installing
+            };
+            draft.stage(phase, version, Stage::Applying { crds, csv: message });
+            let requeue = until(deadline, input.now).min(PROGRESS);
+            draft.finish(action, None, requeue)
+        }
+    }
+}
+
+/// A settled revision is re-applied now and then, which repairs drift.
+fn completed<'a>(input: &'a Input<'a>, mut draft: Draft<'a>, current: RevisionRecord) -> Decision {
+    let Some(validation) = &input.facts.validation else {
+        return draft.check(Need::Validate(content_request(input, &current)));
+    };
+    let restoring = current.restored_from.is_some();
+    let (apply, crds) = validated(&mut draft, validation, restoring);
+    let phase = settled_phase(input, &current);
+    let csv = describe_csv(input, &current);
+    draft.stage(phase, Some(&current.version), Stage::Done { crds, csv });
+    let action = if apply {
+        Action::Apply(apply_plan(input, &current))
+    } else {
+        Action::Record
+    };
+    draft.finish(action, None, STEADY)
+}
+
+/// A revision that failed earlier: it recovers if its CSV Succeeded after all, otherwise the
+/// rollback rules are looked at again (a person may have turned automatic rollback on).
+fn failed<'a>(input: &'a Input<'a>, mut draft: Draft<'a>, current: RevisionRecord) -> Decision {
+    if current.started_time.is_some()
+        && reporting_csv(input, &current).and_then(|c| c.phase) == Some(CsvPhase::Succeeded)
+    {
+        let mut record = current;
+        record.reason = format!(
+            "{}; recovered: {} Succeeded after all",
+            record.reason, record.cluster_service_version_name
+        );
+        complete(&mut draft, &record);
+        let csv = describe_csv(input, &record);
+        draft.stage(
+            settled_phase(input, &record),
+            Some(&record.version),
+            Stage::Done {
+                crds: String::new(),
+                csv,
+            },
+        );
+        return draft.finish(Action::Record, None, SOON);
+    }
+    let why = current.reason.clone();
+    after_failure(input, draft, current, &why)
+}
+
+fn fail<'a>(
+    input: &'a Input<'a>,
+    mut draft: Draft<'a>,
+    mut record: RevisionRecord,
+    why: &str,
+) -> Decision {
+    record.outcome = RevisionOutcome::Failed;
+    record.completion_time = Some(draft.now());
+    record.reason = format!("{}: {why}", record.reason);
+    draft.update_record(&record);
+    after_failure(input, draft, record, why)
+}
+
+/// Rolls back to the last revision that Completed when the rules allow it; a rollback that
+/// fails itself is never rolled back again.
+fn after_failure<'a>(
+    input: &'a Input<'a>,
+    draft: Draft<'a>,
+    failed: RevisionRecord,
+    why: &str,
+) -> Decision {
+    if !input.spec.automatic_rollback.unwrap_or(true) || failed.restored_from.is_some() {
+        return stay_failed(input, draft, &failed, why, None);
+    }
+    let Some(candidate) = history::last_completed(input, failed.revision) else {
+        return stay_failed(input, draft, &failed, why, None);
+    };
+    if !history::is_stored(input, candidate.revision) {
+        let refusal = intent::content_missing(input, &candidate);
+        return stay_failed(input, draft, &failed, why, Some(refusal));
+    }
+    if let Err(refusal) = automatic_rule(input, &failed, &candidate) {
+        return stay_failed(input, draft, &failed, why, Some(refusal));
+    }
+    let start = Start {
+        csv_name: candidate.csv_name.clone(),
+        version: candidate.version.clone(),
+        digest: candidate.digest.clone(),
+        kind: StartKind::Restore {
+            from: candidate.revision,
+            automatic: true,
+        },
+        reason: format!("automatic rollback from {}: {why}", failed.version),
+        forced: false,
+    };
+    // The bookkeeping patch that records the rollback bumps the generation by one; only a
+    // change beyond that retries the failed target.
+    let held = HeldBack {
+        cluster_service_version_name: failed.cluster_service_version_name.clone(),
+        digest: failed.digest.clone(),
+        generation: input.generation + 1,
+    };
+    match admit(input, &start) {
+        Admission::Go => begin(input, draft, start, Some(held)),
+        Admission::Check(need) => draft.check(need),
+        Admission::Refused(refusal) => stay_failed(input, draft, &failed, why, Some(refusal)),
+    }
+}
+
+fn stay_failed(
+    input: &Input<'_>,
+    mut draft: Draft<'_>,
+    failed: &RevisionRecord,
+    why: &str,
+    refusal: Option<Refusal>,
+) -> Decision {
+    if let Some(refusal) = refusal {
+        draft.refuse_rollback(refusal);
+    }
+    let started = failed.started_time.is_some();
+    let stage = Stage::Failed {
+        started,
+        message: why.to_string(),
+    };
+    let version = if started {
+        failed.version.clone()
+    } else {
+        shown_version(input, failed)
+    };
+    draft.stage(BlueprintPhase::Failed, Some(&version), stage);
+    draft.finish(Action::Record, None, STEADY)
+}
+
+/// The version a revision that has not applied anything yet shows: the one that runs (the
+/// last that Completed), or its own when nothing ran before.
+fn shown_version(input: &Input<'_>, record: &RevisionRecord) -> String {
+    history::last_completed(input, record.revision)
+        .map_or_else(|| record.version.clone(), |c| c.version)
+}
+
+/// A restored revision that runs what the spec asks for (a person's rollback) has simply
+/// Succeeded; one that runs an earlier version because the target failed is RolledBack.
+fn settled_phase(input: &Input<'_>, record: &RevisionRecord) -> BlueprintPhase {
+    let spec = input.spec;
+    let target = match (spec.cluster_service_version_name.as_str(), &spec.bundle) {
+        ("", Some(bundle)) => bundle.cluster_service_version_name.as_str(),
+        (target, _) => target,
+    };
+    if record.restored_from.is_some() && target != record.cluster_service_version_name {
+        BlueprintPhase::RolledBack
+    } else {
+        BlueprintPhase::Succeeded
+    }
+}
+
+/// Decision 15: undoing an upgrade that never Succeeded is allowed across any distance; the
+/// rule still insists the target ran here before. Same version: only settings are restored.
+fn automatic_rule(
+    input: &Input<'_>,
+    failed: &RevisionRecord,
+    candidate: &history::Candidate,
+) -> Result<(), Refusal> {
+    let (Some(installed), Some(target)) = (
+        intent::parse(&failed.version),
+        intent::parse(&candidate.version),
+    ) else {
+        return Ok(());
+    };
+    if installed == target {
+        return Ok(());
+    }
+    let previously: Vec<semver::Version> = history::previously_installed(input)
+        .iter()
+        .filter_map(|v| intent::parse(v))
+        .collect();
+    check_rollback(&RollbackRequest {
+        installed: &installed,
+        target: &target,
+        previously_installed: &previously,
+        reason: RollbackReason::Automatic,
+        force: false,
+    })
+    .map(|_| ())
+    .map_err(|refused| Refusal {
+        reason: refused.reason(),
+        message: refused.to_string(),
+    })
+}
+
+fn complete(draft: &mut Draft<'_>, record: &RevisionRecord) {
+    let mut done = record.clone();
+    done.outcome = RevisionOutcome::Completed;
+    done.completion_time = Some(draft.now());
+    draft.update_record(&done);
+    if done.restored_from.is_none() {
+        return;
+    }
+    // The revision this rollback undid is the one just before it.
+    let undone = draft
+        .status
+        .history
+        .iter()
+        .find(|r| r.revision < done.revision)
+        .filter(|r| r.outcome == RevisionOutcome::Failed)
+        .cloned();
+    if let Some(mut undone) = undone {
+        undone.outcome = RevisionOutcome::RolledBack;
+        undone.reason = format!(
+            "{}; rolled back to {} by revision {}",
+            undone.reason, done.version, done.revision
+        );
+        draft.update_record(&undone);
+    }
+}
+
+/// Conditions from the validate stage; whether to apply, and the CRD step's message.
+fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) -> (bool, String) {
+    match validation {
+        Validation::Ready { kept_crds } if restoring && !kept_crds.is_empty() => {
+            let kept = kept_crds.join(", ");
+            draft.set_condition(
+                CRDS_KEPT,
+                true,
+                "RollbackKeepsNewerCRDs",
+                &format!(
+                    "{kept} stay at the newer definition: a rollback never downgrades CRDs, so \
+                     objects the newer version wrote stay readable"
+                ),
+            );
+            (true, format!("kept at the newer definition: {kept}"))
+        }
+        Validation::Ready { .. } => {
+            if !restoring {
+                draft.remove_condition(CRDS_KEPT);
+                draft.set_condition(
+                    CRD_UPGRADE_SAFE,
+                    true,
+                    "Safe",
+                    "every stored version is kept and every existing object is valid",
+                );
+            }
+            (true, String::new())
+        }
+        Validation::UnsafeCrds(violations) => {
+            let summary = unsafe_crds(draft, violations);
+            (false, format!("not re-applied: {summary}"))
+        }
+        Validation::Unavailable(message) => (false, format!("not re-applied: {message}")),
+        Validation::Invalid(message) => (false, format!("not re-applied: {message}")),
+    }
+}
+
+fn unsafe_crds(draft: &mut Draft<'_>, violations: &[crd_safety::Violation]) -> String {
+    let summary = crd_safety::summary(violations, 3);
+    let reason = violations.first().map_or("Unsafe", |v| v.kind.reason());
+    draft.set_condition(CRD_UPGRADE_SAFE, false, reason, &summary);
+    summary
+}
+
+enum Verdict {
+    Succeeded(String),
+    Failed(String),
+    Running {
+        message: String,
+        deadline: Timestamp,
+    },
+}
+
+/// The CSV's status, if it speaks for this revision: it carries the revision's annotation
+/// and has observed its own latest spec.
+fn reporting_csv<'i>(input: &'i Input<'_>, record: &RevisionRecord) -> Option<&'i ObservedCsv> {
+    input.csvs.iter().find(|c| {
+        c.name == record.cluster_service_version_name
+            && !c.deleting
+            && c.revision == Some(record.revision)
+            && c.generation.is_some()
+            && c.observed_generation == c.generation
+    })
+}
+
+/// The deadline counts from when applying began, or from the CSV's own install start when
+/// that is later (its spec changed since).
+fn judge(input: &Input<'_>, record: &RevisionRecord) -> Verdict {
+    let csv = reporting_csv(input, record);
+    let seconds = input
+        .spec
+        .progress_deadline_seconds
+        .unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS)
+        .max(1);
+    let began = record.started_time.as_ref().map_or(input.now, |t| t.0);
+    let clock = csv
+        .and_then(|c| c.install_start)
+        .map_or(began, |s| s.max(began));
+    let deadline = clock
+        .checked_add(SignedDuration::from_secs(seconds))
+        .unwrap_or(clock);
+    let name = &record.cluster_service_version_name;
+    match csv.and_then(|c| c.phase) {
+        Some(CsvPhase::Succeeded) => Verdict::Succeeded(describe_csv(input, record)),
+        Some(CsvPhase::Failed) => {
+            let c = csv.expect("a phase comes from a CSV");
+            Verdict::Failed(format!("{name} Failed: {}: {}", c.reason, c.message))
+        }
+        _ if input.now > deadline => Verdict::Failed(format!(
+            "{name} did not succeed within the progress deadline of {seconds}s ({})",
+            describe_csv(input, record)
+        )),
+        _ => Verdict::Running {
+            message: describe_csv(input, record),
+            deadline,
+        },
+    }
+}
+
+fn describe_csv(input: &Input<'_>, record: &RevisionRecord) -> String {
+    let name = &record.cluster_service_version_name;
+    match reporting_csv(input, record) {
+        Some(c) => {
+            let phase = c
+                .phase
+                .map_or("no phase yet".to_string(), |p| format!("{p:?}"));
+            if c.message.is_empty() {
+                format!("{name}: {phase}")
+            } else {
+                format!("{name}: {phase}: {}", c.message)
+            }
+        }
+        None => format!("{name}: waiting for the ClusterServiceVersion controller"),
+    }
+}
+
+fn until(deadline: Timestamp, now: Timestamp) -> Duration {
+    let seconds = deadline.duration_since(now).as_secs().max(0);
+    Duration::from_secs(u64::try_from(seconds).unwrap_or(0) + 1)
+}
+
+fn content_request(input: &Input<'_>, record: &RevisionRecord) -> ContentRequest {
+    let csv_name = record.cluster_service_version_name.clone();
+    let (source, crds) = match record.restored_from {
+        Some(from) => (Source::Stored { revision: from }, CrdPolicy::KeepLive),
+        None => (
+            Source::Catalog {
+                catalog: input
+                    .spec
+                    .bundle
+                    .as_ref()
+                    .filter(|b| b.cluster_service_version_name == csv_name)
+                    .and_then(|b| b.catalog.clone()),
+                csv_name: csv_name.clone(),
+                digest: record.digest.clone(),
+            },
+            CrdPolicy::Apply,
+        ),
+    };
+    ContentRequest {
+        revision: record.revision,
+        csv_name,
+        source,
+        crds,
+    }
+}
+
+fn apply_plan(input: &Input<'_>, record: &RevisionRecord) -> ApplyPlan {
+    let handover = history::handover(input.csvs, &record.cluster_service_version_name);
+    ApplyPlan {
+        content: content_request(input, record),
+        supersedes: handover.supersedes,
+        clear_supersedes: handover.clear_supersedes,
+        delete_csvs: handover.delete,
+    }
+}
+
+/// Approval is per revision and for versions: a rollback or a change of settings alone needs
+/// none.
+fn needs_approval(input: &Input<'_>, record: &RevisionRecord) -> bool {
+    input.spec.approval == Approval::Manual
+        && !input.spec.approved
+        && record.restored_from.is_none()
+        && history::last_completed(input, record.revision)
+            .is_none_or(|c| c.csv_name != record.cluster_service_version_name)
+}
+
+fn waiting_for_dependencies(input: &Input<'_>) -> Option<String> {
+    let waiting: Vec<String> = input
+        .spec
+        .dependencies
+        .iter()
+        .filter_map(|dep| {
+            let state = input.dependencies.iter().find(|d| d.package == dep.package);
+            match state.and_then(|s| s.phase) {
+                Some(BlueprintPhase::Succeeded | BlueprintPhase::RolledBack) => None,
+                Some(phase) => Some(format!("{} ({phase:?})", dep.package)),
+                None => Some(format!("{} (not installed yet)", dep.package)),
+            }
+        })
+        .collect();
+    (!waiting.is_empty()).then(|| format!("waiting for {}", waiting.join(", ")))
+}

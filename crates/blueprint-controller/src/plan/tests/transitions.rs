@@ -1,0 +1,421 @@
+//! Installs, upgrades, waits and the bookkeeping that makes them survive a restart.
+
+use windlass_api::config::Approval;
+
+use super::*;
+
+#[test]
+fn first_install_records_the_revision_then_applies_then_completes() {
+    let mut world = World::new();
+
+    let recorded = world.reconcile();
+    assert_eq!(recorded.action, Action::Record);
+    assert_eq!(
+        recorded.bookkeeping,
+        Some(Bookkeeping {
+            revision: 1,
+            old_version: None,
+            old_cluster_service_version_name: None,
+            reset_approval: true,
+        })
+    );
+    assert_eq!(
+        world.outcomes(),
+        [(1, "1.0.0".into(), RevisionOutcome::InProgress)]
+    );
+    assert_eq!(world.record(1).reason, "install 1.0.0");
+    assert_eq!(world.record(1).started_time, None, "nothing applied yet");
+
+    let applying = world.reconcile();
+    let Action::Apply(plan) = &applying.action else {
+        panic!("expected an apply, got {:?}", applying.action)
+    };
+    assert_eq!(plan.content.crds, CrdPolicy::Apply);
+    assert_eq!(plan.supersedes, None);
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert_eq!(world.step("ClusterServiceVersion").0, "InProgress");
+    assert!(world.record(1).started_time.is_some());
+    assert!(
+        world.stored.iter().any(|s| s.revision == 1),
+        "content stored before applying"
+    );
+
+    world.csv_reports("1.0.0", CsvPhase::Succeeded);
+    let done = world.reconcile();
+    assert_eq!(world.phase(), BlueprintPhase::Succeeded);
+    assert_eq!(world.status.version.as_deref(), Some("1.0.0"));
+    assert_eq!(
+        world.outcomes(),
+        [(1, "1.0.0".into(), RevisionOutcome::Completed)]
+    );
+    assert!(world.condition_is("Ready", ConditionStatus::True, "Succeeded"));
+    assert!(done.notes.iter().any(|n| n.reason == "RevisionCompleted"));
+    assert!(
+        matches!(done.action, Action::Apply(_)),
+        "a settled revision is re-applied"
+    );
+
+    // Steady state: nothing changes, so nothing is written and nothing is said.
+    let steady = world.reconcile();
+    assert_eq!(steady.status, world.status);
+    assert!(steady.notes.is_empty(), "{:?}", steady.notes);
+    assert_eq!(steady.bookkeeping, None);
+}
+
+#[test]
+fn an_upgrade_supersedes_the_installed_csv_and_remembers_the_old_version() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+
+    let recorded = world.reconcile();
+    let bookkeeping = recorded.bookkeeping.expect("a new revision");
+    assert_eq!(bookkeeping.revision, 2);
+    assert_eq!(bookkeeping.old_version.as_deref(), Some("1.0.0"));
+    assert_eq!(
+        bookkeeping.old_cluster_service_version_name.as_deref(),
+        Some("acme-db.v1.0.0")
+    );
+    assert_eq!(world.record(2).reason, "upgrade from 1.0.0 to 1.1.0");
+
+    let applying = world.reconcile();
+    let Action::Apply(plan) = &applying.action else {
+        panic!("expected an apply")
+    };
+    assert_eq!(plan.supersedes.as_deref(), Some("acme-db.v1.0.0"));
+    assert!(plan.delete_csvs.is_empty());
+
+    world.csv_reports("1.1.0", CsvPhase::Succeeded);
+    world.settle();
+    world.csv_replaced("1.0.0");
+    let steady = world.settle();
+    let Action::Apply(plan) = &steady.action else {
+        panic!("expected an apply")
+    };
+    assert_eq!(
+        plan.supersedes.as_deref(),
+        Some("acme-db.v1.0.0"),
+        "once the old CSV is gone the live supersedes is kept, so the CSV spec never churns"
+    );
+    assert_eq!(
+        world.outcomes(),
+        [
+            (2, "1.1.0".into(), RevisionOutcome::Completed),
+            (1, "1.0.0".into(), RevisionOutcome::Completed)
+        ]
+    );
+}
+
+#[test]
+fn manual_approval_waits_per_revision_and_nothing_is_applied_meanwhile() {
+    let mut world = World::new();
+    world.spec.approval = Approval::Manual;
+    world.spec.approved = true; // an approval given before the revision existed does not count
+    let waiting = world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::RequiresApproval);
+    assert!(
+        !world.spec.approved,
+        "approval is reset when a revision starts"
+    );
+    assert_eq!(waiting.action, Action::Record);
+    assert!(world.stored.is_empty() && world.csvs.is_empty());
+
+    world.spec.approved = true;
+    world.generation += 1;
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    world.csv_reports("1.0.0", CsvPhase::Succeeded);
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Succeeded);
+
+    world.subscribe_to("1.0.1");
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::RequiresApproval);
+    assert!(!world.spec.approved);
+    assert_eq!(
+        world.status.version.as_deref(),
+        Some("1.0.0"),
+        "what runs until the upgrade is approved"
+    );
+    assert_eq!(
+        world.step("CRDs").1,
+        "waiting for approval: set spec.approved to true"
+    );
+}
+
+#[test]
+fn dependencies_must_be_installed_before_anything_is_applied() {
+    let mut world = World::new();
+    world.spec.dependencies = vec![ResolvedBundle {
+        package: "acme-base".into(),
+        ..bundle("1.0.0")
+    }];
+    world.dependencies = vec![DependencyState {
+        package: "acme-base".into(),
+        phase: Some(BlueprintPhase::Installing),
+        version: Some("2.0.0".into()),
+    }];
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Pending);
+    assert_eq!(
+        world.step("Dependencies"),
+        (
+            "InProgress".into(),
+            "waiting for acme-base (Installing)".into()
+        )
+    );
+    assert!(world.csvs.is_empty());
+
+    world.dependencies[0].phase = Some(BlueprintPhase::Succeeded);
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert_eq!(
+        world.step("Dependencies"),
+        ("Done".into(), "acme-base 2.0.0 Succeeded".into())
+    );
+}
+
+#[test]
+fn unsafe_crds_block_the_plan_without_starting_the_clock() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+    world.validation = Validation::UnsafeCrds(vec![crate::crd_safety::Violation {
+        crd: "databases.acme.windlass.dev".into(),
+        kind: crate::crd_safety::ViolationKind::InvalidExistingObject,
+        object_kind: Some("Database".into()),
+        object: Some("team-a/orders".into()),
+        version: Some("v1".into()),
+        field: Some("spec.replicas".into()),
+        message: "must be at most 9".into(),
+    }]);
+    let blocked = world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Pending);
+    let (status, message) = world.step("CRDs");
+    assert_eq!(status, "Blocked");
+    assert!(
+        message.contains("team-a/orders") && message.contains("spec.replicas"),
+        "{message}"
+    );
+    assert!(world.condition_is(
+        "CRDUpgradeSafe",
+        ConditionStatus::False,
+        "InvalidExistingObject"
+    ));
+    assert_eq!(blocked.action, Action::Record, "nothing is applied");
+    assert_eq!(
+        world.status.version.as_deref(),
+        Some("1.0.0"),
+        "1.0.0 keeps running"
+    );
+    assert_eq!(world.record(2).started_time, None);
+
+    // Long after, once the object is fixed, the upgrade goes ahead with a fresh deadline.
+    world.tick(3600);
+    world.validation = Validation::Ready { kept_crds: vec![] };
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert!(world.condition_is("CRDUpgradeSafe", ConditionStatus::True, "Safe"));
+}
+
+#[test]
+fn unavailable_content_waits_and_an_invalid_bundle_fails_before_applying() {
+    let mut world = World::new();
+    world.validation = Validation::Unavailable("catalog builtin is not served".into());
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Pending);
+    assert!(
+        world
+            .step("CRDs")
+            .1
+            .contains("catalog builtin is not served")
+    );
+
+    world.validation =
+        Validation::Invalid("policy/v1beta1 PodDisruptionBudget: empty selector".into());
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Failed);
+    assert_eq!(world.step("CRDs").0, "Failed");
+    assert!(world.csvs.is_empty());
+}
+
+#[test]
+fn a_new_target_supersedes_an_unfinished_revision() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.0.1");
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    world.subscribe_to("1.1.0");
+    let applying = {
+        world.reconcile();
+        world.reconcile()
+    };
+    assert_eq!(world.record(2).outcome, RevisionOutcome::Superseded);
+    assert!(
+        world
+            .record(2)
+            .reason
+            .starts_with("superseded by revision 3")
+    );
+    let Action::Apply(plan) = &applying.action else {
+        panic!("expected an apply")
+    };
+    assert_eq!(
+        plan.supersedes.as_deref(),
+        Some("acme-db.v1.0.1"),
+        "the newest applied CSV"
+    );
+    assert_eq!(
+        plan.delete_csvs,
+        ["acme-db.v1.0.0"],
+        "older CSVs hand over nothing"
+    );
+    assert_eq!(world.spec.old_version.as_deref(), Some("1.0.0"));
+}
+
+#[test]
+fn a_status_from_an_older_revision_never_completes_a_newer_one() {
+    let mut world = World::installed(&["1.0.0"]);
+    // Same CSV, new settings: a new revision of the same CSV name.
+    world
+        .spec
+        .config
+        .node_selector
+        .insert("disk".into(), "ssd".into());
+    world.generation += 1;
+    world.settle();
+    assert_eq!(
+        world.record(2).reason,
+        "reinstall 1.0.0: the install settings changed"
+    );
+    assert_eq!(
+        world.phase(),
+        BlueprintPhase::Installing,
+        "the old Succeeded does not count"
+    );
+    world.csv_reports("1.0.0", CsvPhase::Succeeded);
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Succeeded);
+}
+
+#[test]
+fn bookkeeping_that_did_not_land_is_redone_first() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+    let recorded = world.decide_with(&Facts::default());
+    // The status write happened; the spec patch did not (killed, or a conflict).
+    world.status = recorded.status.clone();
+    let redo = world.decide_with(&Facts::default());
+    assert_eq!(redo.action, Action::Record);
+    assert_eq!(redo.bookkeeping, recorded.bookkeeping);
+    assert_eq!(
+        redo.status.history, recorded.status.history,
+        "no second revision"
+    );
+}
+
+#[test]
+fn history_and_revision_secrets_are_pruned_to_the_limit() {
+    let mut world = World::new();
+    world.spec.history_limit = Some(2);
+    let mut world = {
+        world.settle();
+        world.csv_reports("1.0.0", CsvPhase::Succeeded);
+        world.settle();
+        world
+    };
+    for (old, new) in [("1.0.0", "1.0.1"), ("1.0.1", "1.1.0")] {
+        world.subscribe_to(new);
+        world.settle();
+        world.csv_reports(new, CsvPhase::Succeeded);
+        world.settle();
+        world.csv_replaced(old);
+    }
+    assert_eq!(
+        world.outcomes(),
+        [
+            (3, "1.1.0".into(), RevisionOutcome::Completed),
+            (2, "1.0.1".into(), RevisionOutcome::Completed)
+        ]
+    );
+    let mut stored: Vec<i64> = world.stored.iter().map(|s| s.revision).collect();
+    stored.sort();
+    assert_eq!(stored, [2, 3]);
+}
+
+/// Every phase a Blueprint can be in, and what the plan does there.
+#[test]
+fn table_of_phases_and_actions() {
+    type Setup = fn(&mut World);
+    let cases: &[(&str, Setup, BlueprintPhase, &str)] = &[
+        (
+            "nothing resolved",
+            |w| {
+                w.spec.cluster_service_version_name.clear();
+                w.spec.bundle = None;
+            },
+            BlueprintPhase::Pending,
+            "record",
+        ),
+        ("new target", |_| {}, BlueprintPhase::Pending, "record"),
+        (
+            "waiting for approval",
+            |w| {
+                w.spec.approval = Approval::Manual;
+                w.reconcile();
+            },
+            BlueprintPhase::RequiresApproval,
+            "record",
+        ),
+        (
+            "installing",
+            |w| {
+                w.settle();
+            },
+            BlueprintPhase::Installing,
+            "apply",
+        ),
+        (
+            "succeeded",
+            |w| {
+                w.settle();
+                w.csv_reports("1.0.0", CsvPhase::Succeeded);
+                w.settle();
+            },
+            BlueprintPhase::Succeeded,
+            "apply",
+        ),
+        (
+            "first install failed: nothing to roll back to",
+            |w| {
+                w.settle();
+                w.csv_reports("1.0.0", CsvPhase::Failed);
+                w.settle();
+            },
+            BlueprintPhase::Failed,
+            "record",
+        ),
+        (
+            "rolling back",
+            |w| {
+                *w = World::installed(&["1.0.0"]);
+                w.subscribe_to("1.0.1");
+                w.settle();
+                w.csv_reports("1.0.1", CsvPhase::Failed);
+                w.settle();
+            },
+            BlueprintPhase::RollingBack,
+            "apply",
+        ),
+    ];
+    for (name, setup, phase, action) in cases {
+        let mut world = World::new();
+        setup(&mut world);
+        let decision = world.reconcile();
+        assert_eq!(world.phase(), *phase, "{name}");
+        let got = match decision.action {
+            Action::Record => "record",
+            Action::Apply(_) => "apply",
+            Action::Check(_) => "check",
+        };
+        assert_eq!(got, *action, "{name}");
+    }
+}

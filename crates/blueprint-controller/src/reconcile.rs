@@ -1,0 +1,402 @@
+//! The reconciler, a thin shell around the plan: observe -> decide (dereferencing and
+//! validating content when the plan asks) -> build and apply -> status -> bookkeeping.
+//!
+//! Every write is ordered so that a controller killed between any two of them finds, on its
+//! next start, everything it needs to carry on: the revision is recorded in the status before
+//! `spec.revision` moves, its content is stored before anything of it is applied, and the
+//! status and bookkeeping writes carry the resourceVersion they were decided from, so a
+//! decision made on state someone else has since changed is thrown away and made again.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+    runtime::{
+        Controller,
+        controller::Action,
+        events::{Event, EventType, Recorder, Reporter},
+        finalizer::{self, Event as Finalizer},
+        reflector::{ObjectRef, Store},
+        watcher,
+    },
+};
+use serde_json::json;
+use tracing::{Instrument, info, warn};
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, FIELD_MANAGER, observe::ReconcileMetrics,
+    subscription::CrdDeletionPolicy,
+};
+use windlass_catalog_controller::CatalogStore;
+
+use crate::{
+    Error, apply,
+    build::Owner,
+    content, names, observe,
+    plan::{self, Action as Step, Decision, Facts, Input, Need, Note},
+    revision,
+};
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    pub store: Arc<CatalogStore>,
+    pub recorder: Recorder,
+    pub metrics: Arc<dyn ReconcileMetrics>,
+    /// Every Blueprint, for dependency readiness.
+    pub blueprints: Store<Blueprint>,
+}
+
+/// Runs the Blueprint controller until `shutdown` resolves.
+pub async fn run(
+    client: Client,
+    store: Arc<CatalogStore>,
+    metrics: Arc<dyn ReconcileMetrics>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: names::CONTROLLER_NAME.into(),
+            instance: None,
+        },
+    );
+    let blueprints = Api::<Blueprint>::all(client.clone());
+    let csvs = Api::<ClusterServiceVersion>::all(client.clone());
+    let controller = Controller::new(blueprints.clone(), watcher::Config::default());
+    let cache = controller.store();
+    let dependents = cache.clone();
+    // New catalog content can unblock a revision waiting for its bundle.
+    let catalog_changes = futures::stream::unfold(store.changes(), |mut changes| async move {
+        changes.changed().await.ok()?;
+        Some(((), changes))
+    });
+    let ctx = Arc::new(Context {
+        client,
+        store,
+        recorder,
+        metrics,
+        blueprints: cache,
+    });
+    controller
+        .owns(
+            csvs,
+            watcher::Config::default().labels(names::BLUEPRINT_LABEL),
+        )
+        // A Blueprint that settles may be what others wait for.
+        .watches(blueprints, watcher::Config::default(), move |changed| {
+            dependents_of(&dependents, &changed)
+        })
+        .reconcile_all_on(catalog_changes)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile_timed, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                warn!(%error, "blueprint reconcile failed");
+            }
+        })
+        .await;
+}
+
+fn dependents_of(cache: &Store<Blueprint>, changed: &Blueprint) -> Vec<ObjectRef<Blueprint>> {
+    let namespace = changed.namespace();
+    cache
+        .state()
+        .iter()
+        .filter(|b| b.namespace() == namespace)
+        .filter(|b| {
+            b.spec
+                .dependencies
+                .iter()
+                .any(|d| d.package == changed.spec.package)
+        })
+        .map(|b| ObjectRef::from_obj(b.as_ref()))
+        .collect()
+}
+
+async fn reconcile_timed(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let start = std::time::Instant::now();
+    let span = tracing::info_span!(
+        "reconcile",
+        blueprint = %blueprint.name_any(),
+        namespace = %blueprint.namespace().unwrap_or_default()
+    );
+    let result = reconcile(blueprint, ctx.clone()).instrument(span).await;
+    ctx.metrics.reconciled(
+        start.elapsed(),
+        result.as_ref().err().map(Error::metric_label),
+    );
+    result
+}
+
+fn error_policy(_blueprint: Arc<Blueprint>, error: &Error, _ctx: Arc<Context>) -> Action {
+    if error.is_conflict() {
+        return Action::requeue(Duration::from_secs(1));
+    }
+    warn!(%error, "requeueing");
+    Action::requeue(Duration::from_secs(15))
+}
+
+pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let namespace = blueprint.namespace().unwrap_or_default();
+    let name = blueprint.name_any();
+    let api = Api::<Blueprint>::namespaced(ctx.client.clone(), &namespace);
+    // The plan decides from the newest state: the watch cache may not show our last write yet.
+    let fresh = api.get_opt(&name).await.map_err(|source| Error::Read {
+        what: format!("Blueprint {namespace}/{name}"),
+        source,
+    })?;
+    let Some(fresh) = fresh else {
+        return Ok(Action::await_change());
+    };
+    finalizer::finalizer(&api, names::FINALIZER, Arc::new(fresh), |event| async {
+        match event {
+            Finalizer::Apply(blueprint) => execute(&blueprint, &ctx).await,
+            Finalizer::Cleanup(blueprint) => cleanup(&blueprint, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer {
+            name,
+            message: other.to_string(),
+        },
+    })
+}
+
+fn owner(blueprint: &Blueprint) -> Owner {
+    Owner {
+        name: blueprint.name_any(),
+        namespace: blueprint.namespace().unwrap_or_default(),
+        uid: blueprint.uid().unwrap_or_default(),
+    }
+}
+
+async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
+    let name = blueprint.name_any();
+    let observed = observe::observe(&ctx.client, &ctx.blueprints, blueprint).await?;
+    let status = blueprint.status.clone().unwrap_or_default();
+    let now = Timestamp::now();
+    let mut facts = Facts::default();
+    let mut loaded = None;
+    let mut decided = None;
+    // The plan asks for at most a content check and a rollback-source check.
+    for _ in 0..4 {
+        let decision = plan::decide(&Input {
+            name: &name,
+            generation: blueprint.metadata.generation.unwrap_or_default(),
+            spec: &blueprint.spec,
+            status: &status,
+            stored: &observed.stored,
+            csvs: &observed.csvs,
+            dependencies: &observed.dependencies,
+            facts: &facts,
+            now,
+        });
+        match &decision.action {
+            Step::Check(Need::Validate(request)) => {
+                let (validation, content) = content::validate(
+                    &ctx.client,
+                    &ctx.store,
+                    blueprint,
+                    request,
+                    observed.current.as_ref(),
+                )
+                .await?;
+                facts.validation = Some(validation);
+                loaded = content;
+            }
+            Step::Check(Need::RollbackSource { revision }) => {
+                let verdict = content::rollback_source(&ctx.client, blueprint, *revision).await?;
+                facts.rollback_source = Some((*revision, verdict));
+            }
+            _ => {
+                decided = Some(decision);
+                break;
+            }
+        }
+    }
+    let Some(mut decision) = decided else {
+        return Err(Error::Plan {
+            name,
+            message: "it kept asking for facts".into(),
+        });
+    };
+
+    if let Step::Apply(apply_plan) = &decision.action {
+        let Some(loaded) = &loaded else {
+            return Err(Error::Plan {
+                name,
+                message: "an apply came without validated content".into(),
+            });
+        };
+        let applied = apply::apply_revision(
+            &ctx.client,
+            blueprint,
+            &owner(blueprint),
+            loaded,
+            apply_plan,
+            &observed.kinds,
+        )
+        .await;
+        if let Err(error) = applied {
+            // Say so on the object; the error itself retries with backoff.
+            if let Some(step) = decision
+                .status
+                .plan
+                .iter_mut()
+                .find(|s| s.name == plan::STEP_OBJECTS)
+            {
+                step.status = "Blocked".into();
+                step.message = format!("retrying: {error}");
+            }
+            write_status(ctx, blueprint, &decision).await?;
+            return Err(error);
+        }
+    }
+    let written = write_status(ctx, blueprint, &decision).await?;
+    if let Some(bookkeeping) = &decision.bookkeeping {
+        let patch = json!({
+            "metadata": {"resourceVersion": written.resource_version()},
+            "spec": {
+                "revision": bookkeeping.revision,
+                "oldVersion": bookkeeping.old_version,
+                "oldClusterServiceVersionName": bookkeeping.old_cluster_service_version_name,
+            },
+        });
+        let mut patch = patch;
+        if bookkeeping.reset_approval {
+            patch["spec"]["approved"] = json!(false);
+        }
+        Api::<Blueprint>::namespaced(ctx.client.clone(), &owner(blueprint).namespace)
+            .patch(
+                &name,
+                &PatchParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|source| Error::Bookkeeping {
+                name: name.clone(),
+                revision: bookkeeping.revision,
+                source,
+            })?;
+        info!(revision = bookkeeping.revision, "revision recorded");
+    }
+    prune_revisions(ctx, blueprint, &decision.prune_revisions).await?;
+    Ok(Action::requeue(decision.requeue))
+}
+
+/// Replaces the status when it changed, guarded by the resourceVersion the decision was made
+/// from (a conflict means someone changed the Blueprint since: decide again). Publishes the
+/// decision's Events once the status that justifies them is written. Returns the Blueprint as
+/// written, whose resourceVersion guards the bookkeeping patch.
+async fn write_status(
+    ctx: &Context,
+    blueprint: &Blueprint,
+    decision: &Decision,
+) -> Result<Blueprint, Error> {
+    if blueprint.status.as_ref() == Some(&decision.status) {
+        return Ok(blueprint.clone());
+    }
+    let mut updated = blueprint.clone();
+    updated.status = Some(decision.status.clone());
+    updated.metadata.managed_fields = None;
+    let written = Api::<Blueprint>::namespaced(ctx.client.clone(), &owner(blueprint).namespace)
+        .replace_status(
+            &blueprint.name_any(),
+            &PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PostParams::default()
+            },
+            &updated,
+        )
+        .await
+        .map_err(|source| Error::Status {
+            name: blueprint.name_any(),
+            source,
+        })?;
+    for note in &decision.notes {
+        publish(ctx, blueprint, note).await;
+    }
+    Ok(written)
+}
+
+async fn prune_revisions(
+    ctx: &Context,
+    blueprint: &Blueprint,
+    revisions: &[i64],
+) -> Result<(), Error> {
+    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &owner(blueprint).namespace);
+    for revision in revisions {
+        let name = revision::secret_name(&blueprint.name_any(), *revision);
+        match secrets.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(Error::Delete {
+                    kind: "Secret".into(),
+                    name,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The finalizer: cluster-scoped objects go (CRDs only when asked); namespaced ones follow the
+/// Blueprint through their ownerReferences; custom resources always stay.
+async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
+    let observed = observe::observe(&ctx.client, &ctx.blueprints, blueprint).await?;
+    let delete_crds = blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete;
+    let removed =
+        apply::cleanup(&ctx.client, &owner(blueprint), &observed.kinds, delete_crds).await?;
+    let message = if removed.is_empty() {
+        "nothing cluster-scoped to remove; custom resources are kept".to_string()
+    } else {
+        format!("removed {}; custom resources are kept", removed.join(", "))
+    };
+    let note = Note {
+        warning: false,
+        reason: "Cleanup".into(),
+        action: "Cleanup".into(),
+        message,
+    };
+    publish(ctx, blueprint, &note).await;
+    Ok(Action::await_change())
+}
+
+async fn publish(ctx: &Context, blueprint: &Blueprint, note: &Note) {
+    let event = Event {
+        type_: if note.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: note.reason.clone(),
+        note: Some(truncate(&note.message, 1000)),
+        action: truncate(&note.action, 128),
+        secondary: None,
+    };
+    if let Err(error) = ctx
+        .recorder
+        .publish(&event, &blueprint.object_ref(&()))
+        .await
+    {
+        warn!(%error, "publishing an event");
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    let mut cut = text.len().min(max);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text[..cut].to_string()
+}

@@ -1,0 +1,28 @@
+//! Catalogs in the cluster.
+//!
+//! The Catalog controller turns each `Catalog` object into served content in a [`CatalogStore`]:
+//! the built-in catalog compiled into the manager, a file-based-catalog image or a list of
+//! bundle images. The Subscription controller resolves against the store; the Blueprint
+//! controller fetches bundle content from it, cached by digest so installs and rollbacks do not
+//! pull twice.
+//!
+//! - [`builtin`]: the repository's `bundles/` folder, embedded at build time.
+//! - [`source`]: reading each kind of source (pure parsing plus registry pulls).
+//! - [`credentials`]: pull Secrets.
+//! - [`status`]: what a Catalog's status says after a poll (pure).
+//! - [`reconcile`]: the controller ([`run`]) and [`ensure_builtin`].
+
+pub mod builtin;
+pub mod credentials;
+mod fetch;
+pub mod reconcile;
+pub mod source;
+pub mod status;
+pub mod store;
+
+pub use builtin::BuiltinCatalog;
+pub use reconcile::{Options, ensure_builtin, run, run_with};
+pub use source::{Content, Reader, SourceError};
+pub use store::{
+    BundleContent, BundleLocation, CatalogStore, Selection, ServedCatalog, StoreError,
+};

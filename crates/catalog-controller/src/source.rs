@@ -1,0 +1,470 @@
+//! Reading a Catalog's content from where its spec says it lives: the built-in catalog, a
+//! file-based-catalog image, or a list of bundle images.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use futures::{StreamExt, TryStreamExt};
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
+use windlass_api::catalog::{CatalogSource, CatalogSourceType};
+use windlass_bundle::{
+    FileTree,
+    oci::{self, OciError, RegistryOptions},
+};
+use windlass_catalog::{
+    Catalog,
+    fbc::{CONFIGS_LABEL, read_tree},
+    load::{LoadIssue, Loaded, read_images},
+};
+
+use crate::{
+    builtin::{BuiltinCatalog, BuiltinError},
+    credentials::{Credentials, auth_for},
+    store::{BundleContent, BundleLocation, CatalogStore, ServedCatalog},
+};
+
+/// Bundle images pulled at once.
+const PARALLEL_PULLS: usize = 4;
+
+/// Why a catalog's content could not be read. Every variant names the image concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("spec.source.image is empty: a catalog of type Image needs a file-based-catalog image")]
+    NoImage,
+    #[error(
+        "spec.source.bundleImages is empty: a catalog of type BundleImages needs at least one image"
+    )]
+    NoBundleImages,
+    #[error("pull secret {namespace}/{name}: {message}")]
+    PullSecret {
+        namespace: String,
+        name: String,
+        message: String,
+    },
+    #[error("pulling {image}: {source}")]
+    Pull {
+        image: String,
+        source: Box<OciError>,
+    },
+    #[error("{image} is not a usable catalog: {message}")]
+    Invalid { image: String, message: String },
+    #[error(transparent)]
+    Builtin(#[from] BuiltinError),
+}
+
+impl SourceError {
+    /// A stable label for metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            SourceError::NoImage | SourceError::NoBundleImages => "invalid_spec",
+            SourceError::PullSecret { .. } => "pull_secret",
+            SourceError::Pull { .. } => "pull",
+            SourceError::Invalid { .. } => "invalid_content",
+            SourceError::Builtin(_) => "builtin",
+        }
+    }
+
+    /// The `Serving` condition's reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            SourceError::NoImage | SourceError::NoBundleImages => "InvalidSpec",
+            SourceError::PullSecret { .. } => "PullSecretUnavailable",
+            SourceError::Pull { .. } => "PullFailed",
+            SourceError::Invalid { .. } | SourceError::Builtin(_) => "InvalidContent",
+        }
+    }
+
+    /// A pull error, classified: content the registry served but that is no catalog is
+    /// invalid content, everything else a failed pull.
+    fn pull(image: &str, error: OciError) -> SourceError {
+        match error {
+            OciError::Bundle(_)
+            | OciError::UnknownMediaType { .. }
+            | OciError::Unpack { .. }
+            | OciError::TooLarge { .. } => SourceError::Invalid {
+                image: image.into(),
+                message: error.to_string(),
+            },
+            other => SourceError::Pull {
+                image: image.into(),
+                source: Box::new(other),
+            },
+        }
+    }
+}
+
+/// A catalog's content as one read produced it, ready to serve.
+#[derive(Clone, Debug)]
+pub struct Content {
+    /// The image manifest digest (Image), a digest over the bundle images' manifest digests
+    /// (BundleImages) or over the embedded files (BuiltIn).
+    pub digest: String,
+    pub catalog: Catalog,
+    /// Where each bundle lives, by CSV name.
+    pub bundles: BTreeMap<String, BundleLocation>,
+    /// Bundles the catalog lists without an image: offered, but they cannot be installed.
+    pub without_image: Vec<String>,
+}
+
+impl Content {
+    /// Content served before, read again unchanged.
+    pub fn reuse(previous: &ServedCatalog) -> Content {
+        Content {
+            digest: previous.digest.clone(),
+            catalog: previous.catalog.clone(),
+            bundles: previous.bundles.clone(),
+            without_image: previous
+                .catalog
+                .packages
+                .values()
+                .flat_map(|p| p.bundles.keys())
+                .filter(|name| !previous.bundles.contains_key(*name))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The content as the store serves it for Catalog `name`.
+    pub fn serve_as(
+        self,
+        name: &str,
+        priority: i32,
+        source: &CatalogSource,
+        credentials: Credentials,
+    ) -> ServedCatalog {
+        ServedCatalog {
+            name: name.to_string(),
+            priority,
+            digest: self.digest,
+            catalog: self.catalog,
+            bundles: self.bundles,
+            registry: RegistryOptions {
+                plain_http: source.plain_http,
+                ..Default::default()
+            },
+            credentials,
+        }
+    }
+}
+
+/// `repo@sha256:...` for a pulled image, so the catalog names exactly what was read.
+pub fn pinned(reference: &str, digest: &str) -> String {
+    let name = reference.split('@').next().unwrap_or(reference);
+    match oci::parse_reference(name) {
+        Ok(parsed) => format!("{}/{}@{digest}", parsed.registry(), parsed.repository()),
+        Err(_) => format!("{name}@{digest}"),
+    }
+}
+
+/// `sha256:<hex>` over manifest digests, sorted (the order images are listed in does not
+/// matter).
+pub fn digest_of_digests<'a>(digests: impl IntoIterator<Item = &'a str>) -> String {
+    let mut sorted: Vec<&str> = digests.into_iter().collect();
+    sorted.sort_unstable();
+    let mut hasher = Sha256::new();
+    for digest in sorted {
+        hasher.update(digest.as_bytes());
+        hasher.update(b"\n");
+    }
+    format!("sha256:{:x}", hasher.finalize())
+}
+
+/// The first problem that cost the catalog content, as a message.
+fn refuse_lost_content(loaded: &Loaded, image: &str) -> Result<(), SourceError> {
+    match loaded.issues.iter().find(|i| LoadIssue::loses_content(i)) {
+        Some(issue) => Err(SourceError::Invalid {
+            image: image.into(),
+            message: issue.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Parses the file-based catalog in a pulled catalog image's files: the folder the
+/// `operators.operatorframework.io.index.configs.v1` label names, else `configs/` when there
+/// is one, else the whole tree. Bundle locations are the `olm.bundle` blobs' `image` fields.
+pub fn read_fbc(
+    files: &FileTree,
+    labels: &BTreeMap<String, String>,
+    image: &str,
+) -> Result<Content, SourceError> {
+    let dir = match labels.get(CONFIGS_LABEL) {
+        Some(dir) => dir.as_str(),
+        None if files.under("configs").next().is_some() => "configs",
+        None => "",
+    };
+    let invalid = |message: String| SourceError::Invalid {
+        image: image.into(),
+        message,
+    };
+    let loaded = read_tree(files, dir, image).map_err(|e| invalid(e.to_string()))?;
+    refuse_lost_content(&loaded, image)?;
+    if loaded.catalog.packages.is_empty() {
+        return Err(invalid(format!(
+            "no file-based-catalog packages under /{}",
+            dir.trim_matches('/')
+        )));
+    }
+    let mut bundles = BTreeMap::new();
+    let mut without_image = Vec::new();
+    for bundle in loaded
+        .catalog
+        .packages
+        .values()
+        .flat_map(|p| p.bundles.values())
+    {
+        match &bundle.image {
+            Some(reference) => {
+                bundles.insert(
+                    bundle.name.clone(),
+                    BundleLocation::Image {
+                        reference: reference.clone(),
+                    },
+                );
+            }
+            None => without_image.push(bundle.name.clone()),
+        }
+    }
+    Ok(Content {
+        digest: String::new(),
+        catalog: loaded.catalog,
+        bundles,
+        without_image,
+    })
+}
+
+/// Reads a file-based-catalog image. When the registry still serves the manifest digest
+/// `previous` was read at, that content is reused without downloading the image again.
+pub async fn read_image(
+    reference: &str,
+    options: &RegistryOptions,
+    previous: Option<&ServedCatalog>,
+) -> Result<Content, SourceError> {
+    if let Some(previous) = previous {
+        let (_, digest, _) = oci::inspect(reference, options)
+            .await
+            .map_err(|e| SourceError::pull(reference, e))?;
+        if digest == previous.digest {
+            return Ok(Content::reuse(previous));
+        }
+    }
+    let pulled = oci::pull(reference, options)
+        .await
+        .map_err(|e| SourceError::pull(reference, e))?;
+    let (files, labels, digest) = (pulled.files, pulled.labels, pulled.digest);
+    let image = reference.to_string();
+    let mut content = tokio::task::spawn_blocking(move || read_fbc(&files, &labels, &image))
+        .await
+        .map_err(|e| SourceError::Invalid {
+            image: reference.into(),
+            message: format!("reading the catalog: {e}"),
+        })??;
+    content.digest = digest;
+    Ok(content)
+}
+
+/// One bundle image: from the store's cache when the registry still serves a digest pulled
+/// before (only the manifest is fetched), otherwise pulled.
+async fn bundle_image(
+    reference: &str,
+    options: &RegistryOptions,
+    store: &CatalogStore,
+) -> Result<(windlass_bundle::Bundle, String, bool), SourceError> {
+    let (_, digest, _) = oci::inspect(reference, options)
+        .await
+        .map_err(|e| SourceError::pull(reference, e))?;
+    if let Some(cached) = store.cached(&digest) {
+        return Ok((cached.bundle.clone(), digest, false));
+    }
+    let (bundle, pulled) = oci::pull_bundle(reference, options)
+        .await
+        .map_err(|e| SourceError::pull(reference, e))?;
+    Ok((bundle, pulled.digest, true))
+}
+
+/// Pulls every bundle image (a few at a time) and groups them into packages. Each bundle is
+/// served from its image pinned by digest, and its pulled content goes straight into the
+/// store's cache, so an install does not pull it again.
+pub async fn read_bundle_images(
+    references: &[String],
+    options: impl Fn(&str) -> RegistryOptions,
+    store: &CatalogStore,
+) -> Result<Content, SourceError> {
+    let mut unique: Vec<String> = Vec::new();
+    for reference in references {
+        if !unique.contains(reference) {
+            unique.push(reference.clone());
+        }
+    }
+    // Owned references: the futures must not borrow from the closure's argument.
+    let pulls = unique.into_iter().map(|reference| {
+        let options = options(&reference);
+        async move {
+            let (bundle, digest, fresh) = bundle_image(&reference, &options, store).await?;
+            Ok::<_, SourceError>((reference, bundle, digest, fresh))
+        }
+    });
+    let pulled: Vec<_> = futures::stream::iter(pulls)
+        .buffered(PARALLEL_PULLS)
+        .try_collect()
+        .await?;
+    let digest = digest_of_digests(pulled.iter().map(|(_, _, d, _)| d.as_str()));
+    let mut images = Vec::new();
+    let mut fresh_content = Vec::new();
+    for (reference, bundle, manifest_digest, fresh) in pulled {
+        let pinned = pinned(&reference, &manifest_digest);
+        if fresh {
+            let version = bundle.csv.version().map_err(|e| SourceError::Invalid {
+                image: reference.clone(),
+                message: e.to_string(),
+            })?;
+            fresh_content.push(BundleContent {
+                package: bundle.package().unwrap_or_default().to_string(),
+                csv_name: bundle.csv.name().to_string(),
+                version,
+                digest: manifest_digest,
+                image: Some(pinned.clone()),
+                bundle: bundle.clone(),
+            });
+        }
+        images.push((bundle, pinned));
+    }
+    let loaded = read_images(images).map_err(|e| SourceError::Invalid {
+        image: "bundle images".into(),
+        message: e.to_string(),
+    })?;
+    refuse_lost_content(&loaded, "bundle images")?;
+    // Only content that makes a valid catalog is kept for installs.
+    for content in fresh_content {
+        store.remember(content);
+    }
+    let bundles = loaded
+        .catalog
+        .packages
+        .values()
+        .flat_map(|p| p.bundles.values())
+        .filter_map(|b| {
+            let reference = b.image.clone()?;
+            Some((b.name.clone(), BundleLocation::Image { reference }))
+        })
+        .collect();
+    Ok(Content {
+        digest,
+        catalog: loaded.catalog,
+        bundles,
+        without_image: Vec::new(),
+    })
+}
+
+/// Reads catalogs. Holds the built-in catalog once it was first needed (its folder lives as
+/// long as the reader).
+#[derive(Default)]
+pub struct Reader {
+    builtin: OnceCell<Arc<BuiltinCatalog>>,
+}
+
+impl Reader {
+    pub fn new() -> Reader {
+        Reader::default()
+    }
+
+    /// The built-in catalog, written out and read on first use.
+    pub async fn builtin(&self) -> Result<Arc<BuiltinCatalog>, SourceError> {
+        self.builtin
+            .get_or_try_init(|| async {
+                tokio::task::spawn_blocking(BuiltinCatalog::materialize)
+                    .await
+                    .map_err(|e| SourceError::Invalid {
+                        image: "the built-in catalog".into(),
+                        message: e.to_string(),
+                    })?
+                    .map(Arc::new)
+                    .map_err(SourceError::from)
+            })
+            .await
+            .cloned()
+    }
+
+    /// Reads what `source` points at for Catalog `name` (what the store serves for it now
+    /// is reused when the registry says it is unchanged).
+    pub async fn read(
+        &self,
+        name: &str,
+        source: &CatalogSource,
+        credentials: &Credentials,
+        store: &CatalogStore,
+    ) -> Result<Content, SourceError> {
+        let options = |reference: &str| RegistryOptions {
+            plain_http: source.plain_http,
+            auth: auth_for(credentials, reference),
+            ..Default::default()
+        };
+        match source.type_ {
+            CatalogSourceType::BuiltIn => {
+                let builtin = self.builtin().await?;
+                Ok(Content {
+                    digest: builtin.digest.clone(),
+                    catalog: builtin.catalog.clone(),
+                    bundles: builtin.bundles.clone(),
+                    without_image: Vec::new(),
+                })
+            }
+            CatalogSourceType::Image => {
+                let image = source
+                    .image
+                    .as_deref()
+                    .filter(|i| !i.trim().is_empty())
+                    .ok_or(SourceError::NoImage)?;
+                read_image(image, &options(image), store.get(name).as_deref()).await
+            }
+            CatalogSourceType::BundleImages => {
+                if source.bundle_images.is_empty() {
+                    return Err(SourceError::NoBundleImages);
+                }
+                read_bundle_images(&source.bundle_images, options, store).await
+            }
+        }
+    }
+
+    /// Reads a catalog and serves it under `name`. When the read fails, the content served
+    /// before stays served (at the new priority) and the error is returned.
+    pub async fn poll(
+        &self,
+        name: &str,
+        spec: &windlass_api::CatalogSpec,
+        credentials: &Credentials,
+        store: &CatalogStore,
+    ) -> Result<Arc<ServedCatalog>, SourceError> {
+        match self.read(name, &spec.source, credentials, store).await {
+            Ok(content) => {
+                store.serve(content.serve_as(
+                    name,
+                    spec.priority,
+                    &spec.source,
+                    credentials.clone(),
+                ));
+                Ok(store.get(name).expect("just served"))
+            }
+            Err(error) => {
+                keep_serving(store, name, spec.priority);
+                Err(error)
+            }
+        }
+    }
+}
+
+/// After a failed read: the last good content stays served, at the priority the spec asks for
+/// now.
+pub fn keep_serving(store: &CatalogStore, name: &str, priority: i32) {
+    if let Some(old) = store.get(name)
+        && old.priority != priority
+    {
+        let mut again = (*old).clone();
+        again.priority = priority;
+        store.serve(again);
+    }
+}
+
+#[cfg(test)]
+#[path = "source_tests.rs"]
+mod tests;

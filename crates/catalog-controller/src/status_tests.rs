@@ -1,0 +1,238 @@
+use std::collections::BTreeMap;
+
+use windlass_bundle::oci::RegistryOptions;
+use windlass_catalog::{Catalog, Package};
+
+use super::*;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(seconds).unwrap()
+}
+
+fn served(digest: &str, packages: usize) -> ServedCatalog {
+    ServedCatalog {
+        name: "cat".into(),
+        priority: 0,
+        digest: digest.into(),
+        catalog: Catalog {
+            packages: (0..packages)
+                .map(|i| (format!("p{i}"), Package::default()))
+                .collect(),
+        },
+        bundles: BTreeMap::new(),
+        registry: RegistryOptions::default(),
+        credentials: BTreeMap::new(),
+    }
+}
+
+fn pull_failed(message: &str) -> Failure {
+    Failure {
+        reason: "PullFailed",
+        message: message.into(),
+        metric_label: "pull",
+    }
+}
+
+fn observe<'a>(
+    served: Option<&'a ServedCatalog>,
+    failure: Option<&'a Failure>,
+    seconds: i64,
+) -> Observation<'a> {
+    Observation {
+        generation: Some(1),
+        failure,
+        served,
+        without_image: &[],
+        source: "image r/c:1",
+        polled_at: at(seconds),
+    }
+}
+
+fn serving_condition(status: &CatalogStatus) -> &Condition {
+    windlass_api::condition::find(&status.conditions, SERVING).unwrap()
+}
+
+#[test]
+fn the_first_good_read_says_serving_with_digest_and_packages() {
+    let content = served("sha256:1", 3);
+    let update = next(None, &observe(Some(&content), None, 10)).unwrap();
+    let status = &update.status;
+    assert_eq!(status.phase, Some(CatalogPhase::Serving));
+    assert_eq!(status.resolved_digest.as_deref(), Some("sha256:1"));
+    assert_eq!(status.packages, Some(3));
+    assert_eq!(status.observed_generation, Some(1));
+    assert_eq!(status.last_successful_poll_time, Some(Time(at(10))));
+    let condition = serving_condition(status);
+    assert_eq!(condition.status, ConditionStatus::True);
+    assert_eq!(condition.reason, CONTENT_SERVED);
+    assert_eq!(condition.observed_generation, Some(1));
+    assert!(
+        condition.message.contains("image r/c:1"),
+        "{}",
+        condition.message
+    );
+    assert!(matches!(
+        update.transition,
+        Some(Transition::Serving { .. })
+    ));
+}
+
+#[test]
+fn an_unchanged_poll_writes_nothing_not_even_a_timestamp() {
+    let content = served("sha256:1", 3);
+    let first = next(None, &observe(Some(&content), None, 10))
+        .unwrap()
+        .status;
+    assert_eq!(
+        next(Some(&first), &observe(Some(&content), None, 610)),
+        None
+    );
+    assert_eq!(
+        next(Some(&first), &observe(Some(&content), None, 1210)),
+        None
+    );
+}
+
+#[test]
+fn new_content_moves_the_digest_and_the_poll_time_and_is_an_event() {
+    let old = served("sha256:1", 3);
+    let first = next(None, &observe(Some(&old), None, 10)).unwrap().status;
+    let new = served("sha256:2", 4);
+    let update = next(Some(&first), &observe(Some(&new), None, 610)).unwrap();
+    assert_eq!(update.status.resolved_digest.as_deref(), Some("sha256:2"));
+    assert_eq!(update.status.packages, Some(4));
+    assert_eq!(update.status.last_successful_poll_time, Some(Time(at(610))));
+    // Still True: the transition time stays where Serving began.
+    assert_eq!(
+        serving_condition(&update.status).last_transition_time,
+        Some(Time(at(10)))
+    );
+    assert!(matches!(
+        update.transition,
+        Some(Transition::ContentChanged { .. })
+    ));
+}
+
+#[test]
+fn a_failed_poll_reports_the_error_and_keeps_the_last_good_content() {
+    let content = served("sha256:1", 3);
+    let good = next(None, &observe(Some(&content), None, 10))
+        .unwrap()
+        .status;
+    let failure = pull_failed("pulling 127.0.0.1:1/c:1: registry 127.0.0.1:1 cannot be reached");
+    let update = next(Some(&good), &observe(Some(&content), Some(&failure), 610)).unwrap();
+    let status = &update.status;
+    assert_eq!(status.phase, Some(CatalogPhase::Unreachable));
+    assert_eq!(status.resolved_digest.as_deref(), Some("sha256:1"));
+    assert_eq!(status.packages, Some(3));
+    assert_eq!(status.last_successful_poll_time, Some(Time(at(10))));
+    assert_eq!(status.last_poll_time, Some(Time(at(610))));
+    let condition = serving_condition(status);
+    assert_eq!(condition.status, ConditionStatus::False);
+    assert_eq!(condition.reason, "PullFailed");
+    assert!(condition.message.contains("127.0.0.1:1/c:1"));
+    assert!(
+        condition.message.contains("still serving"),
+        "{}",
+        condition.message
+    );
+    assert!(matches!(
+        update.transition,
+        Some(Transition::Unreachable {
+            reason: "PullFailed",
+            ..
+        })
+    ));
+
+    // The same failure again: nothing to write, no second event.
+    assert_eq!(
+        next(Some(status), &observe(Some(&content), Some(&failure), 1210)),
+        None
+    );
+    // Recovering is a transition back to Serving.
+    let recovered = next(Some(status), &observe(Some(&content), None, 1810)).unwrap();
+    assert_eq!(recovered.status.phase, Some(CatalogPhase::Serving));
+    assert_eq!(
+        recovered.status.last_successful_poll_time,
+        Some(Time(at(1810)))
+    );
+    assert!(matches!(
+        recovered.transition,
+        Some(Transition::Serving { .. })
+    ));
+}
+
+#[test]
+fn a_first_read_that_fails_serves_nothing() {
+    let failure = Failure {
+        reason: "InvalidContent",
+        message: "r/c:1 is not a usable catalog: no packages".into(),
+        metric_label: "invalid_content",
+    };
+    let update = next(None, &observe(None, Some(&failure), 10)).unwrap();
+    assert_eq!(update.status.phase, Some(CatalogPhase::Unreachable));
+    assert_eq!(update.status.resolved_digest, None);
+    assert_eq!(update.status.packages, None);
+    assert_eq!(update.status.last_successful_poll_time, None);
+    assert!(
+        serving_condition(&update.status)
+            .message
+            .contains("nothing is served")
+    );
+}
+
+#[test]
+fn a_new_generation_is_recorded_even_when_the_content_is_the_same() {
+    let content = served("sha256:1", 3);
+    let first = next(None, &observe(Some(&content), None, 10))
+        .unwrap()
+        .status;
+    let mut observation = observe(Some(&content), None, 20);
+    observation.generation = Some(2);
+    let update = next(Some(&first), &observation).unwrap();
+    assert_eq!(update.status.observed_generation, Some(2));
+    assert_eq!(
+        serving_condition(&update.status).observed_generation,
+        Some(2)
+    );
+    assert_eq!(
+        update.transition, None,
+        "no event: nothing a person must see"
+    );
+}
+
+#[test]
+fn bundles_without_images_are_named() {
+    let content = served("sha256:1", 1);
+    let missing = vec!["a.v1".to_string()];
+    let mut observation = observe(Some(&content), None, 10);
+    observation.without_image = &missing;
+    let update = next(None, &observation).unwrap();
+    assert!(
+        serving_condition(&update.status)
+            .message
+            .contains("no image and cannot be installed: a.v1")
+    );
+}
+
+#[test]
+fn a_new_catalog_is_pending_until_its_first_read_ends() {
+    let pending = pending(None, Some(1), "image r/c:1", at(5)).unwrap();
+    assert_eq!(pending.phase, Some(CatalogPhase::Pending));
+    let condition = serving_condition(&pending);
+    assert_eq!(condition.status, ConditionStatus::Unknown);
+    assert_eq!(condition.message, "reading image r/c:1");
+    // Once anything was said, a read never goes back to Pending.
+    assert_eq!(super::pending(Some(&pending), Some(2), "x", at(6)), None);
+
+    let content = served("sha256:1", 2);
+    let update = next(Some(&pending), &observe(Some(&content), None, 10)).unwrap();
+    assert_eq!(update.status.phase, Some(CatalogPhase::Serving));
+    let condition = serving_condition(&update.status);
+    assert_eq!(condition.status, ConditionStatus::True);
+    assert_eq!(condition.last_transition_time, Some(Time(at(10))));
+    assert!(matches!(
+        update.transition,
+        Some(Transition::Serving { .. })
+    ));
+}

@@ -1,0 +1,505 @@
+//! The reconciler: dereference (the namespace's Subscriptions and Blueprints, the served
+//! catalogs) -> resolve -> build the Blueprint -> apply it and the dependency Subscriptions ->
+//! status. Every write goes through one field manager and is skipped when nothing changed, and
+//! each step is idempotent, so the manager may stop at any point and the next reconcile finishes
+//! the job.
+//!
+//! No finalizer: the Blueprint (controller ownerReference) and the dependency Subscriptions
+//! (one ownerReference per requester) are garbage-collected with their owners, and the
+//! Blueprint's own finalizer removes what it installed.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::jiff::Timestamp;
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{ListParams, Patch, PatchParams, PostParams},
+    runtime::{
+        Controller,
+        controller::Action,
+        events::{Event, EventType, Recorder, Reporter},
+        reflector::{self, ObjectRef, Store},
+        watcher,
+    },
+};
+use serde_json::json;
+use tracing::{Instrument, warn};
+use windlass_api::{
+    Blueprint, Catalog, FIELD_MANAGER, Subscription, SubscriptionStatus, blueprint::ResolvedBundle,
+    observe::ReconcileMetrics, subscription::SubscriptionSpec,
+};
+use windlass_catalog_controller::CatalogStore;
+
+use crate::{
+    catalogs,
+    dependencies::{self, DependencyChange},
+    intent::{self, RESUME_ANNOTATION, Target},
+    resolution::{Resolution, ResolutionFailure, reasons},
+    state::{self, Observation},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("reading {what}: {source}")]
+    Read { what: String, source: kube::Error },
+    #[error("applying Blueprint {name}: {source}")]
+    Apply { name: String, source: kube::Error },
+    #[error("removing the resume annotation from Blueprint {name}: {source}")]
+    Resume { name: String, source: kube::Error },
+    #[error("{action} dependency Subscription {name}: {source}")]
+    Dependency {
+        action: &'static str,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("writing the status of Subscription {name}: {source}")]
+    Status { name: String, source: kube::Error },
+}
+
+impl Error {
+    /// A stable label for metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Read { .. } => "read",
+            Error::Apply { .. } => "apply",
+            Error::Resume { .. } => "resume",
+            Error::Dependency { .. } => "dependency",
+            Error::Status { .. } => "status",
+        }
+    }
+}
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub store: Arc<CatalogStore>,
+    /// Catalog objects, for their health (the store only has what was read successfully).
+    pub catalogs: Store<Catalog>,
+    pub metrics: Arc<dyn ReconcileMetrics>,
+    /// When this controller started (catalogs may still be loading shortly after).
+    pub started: Timestamp,
+}
+
+/// How long to wait before trying again when a bundle could not be read, or the catalogs are
+/// still being read after a start.
+const RETRY: Duration = Duration::from_secs(30);
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(
+    client: Client,
+    store: Arc<CatalogStore>,
+    metrics: Arc<dyn ReconcileMetrics>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let (catalogs, catalog_writer) = reflector::store::<Catalog>();
+    let catalog_health = catalogs::catalog_phase_changes(Api::all(client.clone()), catalog_writer);
+    let served = catalogs::served_content_changes(store.changes());
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "windlass-subscription".into(),
+            instance: None,
+        },
+    );
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        recorder,
+        store,
+        catalogs,
+        metrics,
+        started: Timestamp::now(),
+    });
+    let controller = Controller::new(
+        Api::<Subscription>::all(client.clone()),
+        watcher::Config::default(),
+    );
+    let known = controller.store();
+    controller
+        // Instead of `.owns(Blueprint)`: a Blueprint matters to its own Subscription and to
+        // every other one in the namespace (what is installed there, who requires whom), and
+        // one watch serves both.
+        .watches(
+            Api::<Blueprint>::all(client.clone()),
+            watcher::Config::default(),
+            move |blueprint: Blueprint| {
+                let namespace = blueprint.namespace();
+                let mut refs: Vec<ObjectRef<Subscription>> = known
+                    .state()
+                    .iter()
+                    .filter(|s| s.namespace() == namespace)
+                    .map(|s| ObjectRef::from_obj(&**s))
+                    .collect();
+                if let Some(ns) = &namespace {
+                    refs.push(ObjectRef::new(&blueprint.name_any()).within(ns));
+                }
+                refs
+            },
+        )
+        .reconcile_all_on(served)
+        .reconcile_all_on(catalog_health)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile_timed, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                warn!(%error, "subscription reconcile failed");
+            }
+        })
+        .await;
+}
+
+async fn reconcile_timed(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let start = std::time::Instant::now();
+    let result = reconcile(sub, ctx.clone()).await;
+    ctx.metrics.reconciled(
+        start.elapsed(),
+        result.as_ref().err().map(Error::metric_label),
+    );
+    result
+}
+
+fn error_policy(_sub: Arc<Subscription>, error: &Error, _ctx: Arc<Context>) -> Action {
+    warn!(%error, "requeueing");
+    Action::requeue(Duration::from_secs(10))
+}
+
+/// Everything read from the namespace for one reconcile.
+struct NamespaceView {
+    subscriptions: Vec<Subscription>,
+    blueprints: Vec<Blueprint>,
+}
+
+pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let span = tracing::info_span!(
+        "reconcile",
+        subscription = %sub.name_any(),
+        namespace = %sub.namespace().unwrap_or_default()
+    );
+    reconcile_subscription(sub, ctx).instrument(span).await
+}
+
+async fn reconcile_subscription(
+    sub: Arc<Subscription>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let namespace = sub.namespace().unwrap_or_default();
+    let name = sub.name_any();
+    let seen = read_namespace(&ctx.client, &namespace).await?;
+    // The listed copy is fresher than the watch cache's: comparing status against it avoids
+    // writing (and announcing) the same status twice.
+    let Some(sub) = seen.subscriptions.iter().find(|s| s.name_any() == name) else {
+        return Ok(Action::await_change());
+    };
+    if sub.metadata.deletion_timestamp.is_some() {
+        // Its Blueprint, and dependencies nobody else needs, go with it (ownerReferences).
+        return Ok(Action::await_change());
+    }
+    let live = seen
+        .blueprints
+        .iter()
+        .find(|b| b.name_any() == name)
+        .cloned();
+    let installed = dependencies::installed_packages(&seen.blueprints);
+    let requesters = dependencies::requesters(sub, &seen.subscriptions, &seen.blueprints);
+    let required_by = dependencies::required_by(&requesters);
+    let requester_specs: Vec<SubscriptionSpec> =
+        requesters.iter().map(|s| s.spec.clone()).collect();
+    let resume = live.as_ref().is_some_and(intent::wants_resume);
+    let pin = live
+        .as_ref()
+        .and_then(|b| intent::pinned_by(b.managed_fields()))
+        .filter(|_| !resume);
+    // The reflector is empty until its first list; health and the loading check need it. A
+    // reflector that cannot list must not hold every reconcile, hence the bound.
+    let _ = tokio::time::timeout(RETRY, ctx.catalogs.wait_until_ready()).await;
+
+    let mut resolution = catalogs::resolve(&ctx.store, &sub.spec, &installed, &requester_specs);
+    if let Err(failure) = &resolution
+        && failure.may_be_catalogs_loading()
+        && catalogs::still_loading(
+            &ctx.store,
+            &ctx.catalogs,
+            sub.spec.catalog.as_deref(),
+            ctx.started,
+        )
+    {
+        // Reporting "not found" for what is only "not read yet" would flip the status (and
+        // send Events) on every restart; the store's change signal ends the wait.
+        return Ok(Action::requeue(RETRY));
+    }
+    // A pinned target keeps its own bundle, so the catalog's choice is not read then.
+    if pin.is_none()
+        && let Ok(found) = &mut resolution
+        && let Err(failure) = catalogs::pin_digest(&ctx.store, found, live.as_ref()).await
+    {
+        resolution = Err(failure);
+    }
+
+    let blueprint = apply_blueprint(&ctx, sub, &resolution, live, pin.is_some(), resume).await?;
+    if resume && let Some(b) = &blueprint {
+        clear_resume(&ctx, sub, b).await?;
+    }
+    let dependency_problems = match &blueprint {
+        Some(b) => {
+            let problems =
+                ensure_dependencies(&ctx, sub, &b.spec.dependencies, &seen.subscriptions).await?;
+            (!b.spec.dependencies.is_empty()).then_some(problems)
+        }
+        None => None,
+    };
+
+    let unhealthy = state::catalog_problems(&catalogs::views(
+        &ctx.store,
+        &ctx.catalogs,
+        &sub.spec,
+        &resolution,
+        blueprint.as_ref(),
+    ));
+    let old = sub.status.clone().unwrap_or_default();
+    let new = state::next_status(
+        &old,
+        &Observation {
+            generation: sub.metadata.generation,
+            blueprint: blueprint.as_ref(),
+            pin: pin.as_ref(),
+            resolution: &resolution,
+            unhealthy_catalogs: &unhealthy,
+            required_by: &required_by,
+            dependency_problems: dependency_problems.as_deref(),
+        },
+        Timestamp::now(),
+    );
+    if sub.status.as_ref() != Some(&new) {
+        write_status(&ctx.client, sub, &new).await?;
+        for notice in state::notices(&old, &new) {
+            let kind = if notice.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            };
+            publish(&ctx, sub, kind, &notice.reason, notice.note).await;
+        }
+    }
+    Ok(match &resolution {
+        Err(f) if f.reason == reasons::BUNDLE_UNAVAILABLE => Action::requeue(RETRY),
+        _ => Action::await_change(),
+    })
+}
+
+async fn read_namespace(client: &Client, namespace: &str) -> Result<NamespaceView, Error> {
+    let read = |what: &str| {
+        let what = format!("{what} in namespace {namespace}");
+        move |source| Error::Read { what, source }
+    };
+    let subscriptions = Api::<Subscription>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .map_err(read("Subscriptions"))?
+        .items;
+    let blueprints = Api::<Blueprint>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .map_err(read("Blueprints"))?
+        .items;
+    Ok(NamespaceView {
+        subscriptions,
+        blueprints,
+    })
+}
+
+/// Applies the Blueprint when its intent changed and returns it as it now is. Nothing is
+/// applied while nothing was ever resolved, or while the Blueprint is being deleted. A resume
+/// always applies: even when the pinned target equals the catalog's choice, the forced apply is
+/// what makes the target this controller's again.
+async fn apply_blueprint(
+    ctx: &Context,
+    sub: &Subscription,
+    resolution: &Result<Resolution, ResolutionFailure>,
+    live: Option<Blueprint>,
+    pinned: bool,
+    resume: bool,
+) -> Result<Option<Blueprint>, Error> {
+    if live
+        .as_ref()
+        .is_some_and(|b| b.metadata.deletion_timestamp.is_some())
+    {
+        return Ok(live);
+    }
+    let target = match (resolution, &live) {
+        (Ok(_), Some(l)) if pinned => Target::kept(&l.spec),
+        (Ok(found), _) => Target::resolved(found),
+        (Err(_), Some(l)) => Target::kept(&l.spec),
+        (Err(_), None) => return Ok(None),
+    };
+    let desired = intent::desired_blueprint(sub, target, !pinned);
+    if !resume
+        && let Some(l) = &live
+        && intent::is_current(l, &desired)
+    {
+        return Ok(live);
+    }
+    let name = sub.name_any();
+    let api =
+        Api::<Blueprint>::namespaced(ctx.client.clone(), &sub.namespace().unwrap_or_default());
+    let applied = api
+        .patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&desired),
+        )
+        .await
+        .map_err(|source| Error::Apply {
+            name: name.clone(),
+            source,
+        })?;
+    Ok(Some(applied))
+}
+
+/// The resume was applied above (target included, forced): now the annotation goes.
+async fn clear_resume(
+    ctx: &Context,
+    sub: &Subscription,
+    blueprint: &Blueprint,
+) -> Result<(), Error> {
+    let name = blueprint.name_any();
+    Api::<Blueprint>::namespaced(ctx.client.clone(), &sub.namespace().unwrap_or_default())
+        .patch(
+            &name,
+            &PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"metadata": {"annotations": {RESUME_ANNOTATION: null}}})),
+        )
+        .await
+        .map_err(|source| Error::Resume {
+            name: name.clone(),
+            source,
+        })?;
+    let note = format!(
+        "the target follows the catalog again: {}",
+        blueprint.spec.cluster_service_version_name
+    );
+    publish(ctx, sub, EventType::Normal, "Resumed", note).await;
+    Ok(())
+}
+
+/// Creates and (dis)owns dependency Subscriptions; returns the problems a person must fix.
+async fn ensure_dependencies(
+    ctx: &Context,
+    sub: &Subscription,
+    dependencies: &[ResolvedBundle],
+    subscriptions: &[Subscription],
+) -> Result<Vec<String>, Error> {
+    let api =
+        Api::<Subscription>::namespaced(ctx.client.clone(), &sub.namespace().unwrap_or_default());
+    let mut problems = Vec::new();
+    for change in dependencies::plan(sub, dependencies, subscriptions) {
+        match change {
+            DependencyChange::Create { metadata, spec } => {
+                let subscription = Subscription {
+                    metadata: *metadata,
+                    spec: *spec,
+                    status: None,
+                };
+                let name = subscription.name_any();
+                let params = PostParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..Default::default()
+                };
+                match api.create(&params, &subscription).await {
+                    Ok(_) => {
+                        let note = format!("created Subscription {name} for a dependency");
+                        publish(ctx, sub, EventType::Normal, "DependencySubscribed", note).await;
+                    }
+                    // Also when another requester created it meanwhile (409): the retry finds
+                    // it and adds this Subscription as an owner.
+                    Err(source) => {
+                        return Err(Error::Dependency {
+                            action: "creating",
+                            name,
+                            source,
+                        });
+                    }
+                }
+            }
+            DependencyChange::SetOwners {
+                name,
+                resource_version,
+                owners,
+            } => {
+                // resourceVersion makes the merge patch conditional: owners another requester
+                // added meanwhile are not overwritten (a conflict retries with a fresh list).
+                let patch = json!({"metadata": {
+                    "resourceVersion": resource_version,
+                    "ownerReferences": owners,
+                }});
+                let params = PatchParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..Default::default()
+                };
+                api.patch(&name, &params, &Patch::Merge(patch))
+                    .await
+                    .map_err(|source| Error::Dependency {
+                        action: "setting the owners of",
+                        name,
+                        source,
+                    })?;
+            }
+            DependencyChange::NameTaken {
+                package,
+                name,
+                holds,
+            } => problems.push(format!(
+                "dependency {package} needs a Subscription, but {name} already exists for package {holds}; create a Subscription for {package} (any name) and it will be used"
+            )),
+        }
+    }
+    Ok(problems)
+}
+
+async fn write_status(
+    client: &Client,
+    sub: &Subscription,
+    status: &SubscriptionStatus,
+) -> Result<(), Error> {
+    let name = sub.name_any();
+    // Apply (not merge): a field left out, such as a condition no longer relevant, is removed.
+    let patch = json!({
+        "apiVersion": Subscription::api_version(&()),
+        "kind": Subscription::kind(&()),
+        "status": status,
+    });
+    Api::<Subscription>::namespaced(client.clone(), &sub.namespace().unwrap_or_default())
+        .patch_status(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::Status { name, source })
+}
+
+async fn publish(ctx: &Context, sub: &Subscription, type_: EventType, reason: &str, note: String) {
+    // Events take at most 1 kB of note.
+    let mut note = note;
+    if note.len() > 1000 {
+        let mut cut = 1000;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        note.truncate(cut);
+    }
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &sub.object_ref(&())).await {
+        warn!(%error, reason, "publishing an event failed");
+    }
+}

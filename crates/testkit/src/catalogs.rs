@@ -1,0 +1,140 @@
+//! Catalogs of a test's own: the sample bundles republished as bundle images in the local
+//! registry under package names no other test uses.
+
+use std::{path::Path, time::Duration};
+
+use kube::{Api, Client, api::PostParams};
+use serde_json::{Value, json};
+use windlass_api::Catalog;
+use windlass_bundle::{
+    Limits, from_files,
+    load::read_source,
+    metadata::keys,
+    oci::{self, RegistryOptions},
+    pack::bundle_layout_tree,
+};
+
+pub fn plain_http() -> RegistryOptions {
+    RegistryOptions {
+        plain_http: true,
+        ..Default::default()
+    }
+}
+
+/// Publishes the sample bundle folder `bundles/<path>` (package-manifest layout) as a bundle
+/// image of `package` on channel `stable`, after `tweak` has had a chance to change each
+/// manifest (as a JSON value). Returns the image reference.
+pub async fn publish(package: &str, path: &str, tweak: impl Fn(&mut Value)) -> String {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bundles")
+        .join(path);
+    let (mut tree, source) = read_source(&folder, Limits::default())
+        .unwrap_or_else(|e| panic!("reading {}: {e}", folder.display()));
+    let original = from_files(&tree, &source).unwrap();
+    for manifest in &original.manifests {
+        let mut object = manifest.object.clone();
+        tweak(&mut object);
+        if object != manifest.object {
+            tree.files.insert(
+                manifest.file.clone(),
+                serde_json::to_vec_pretty(&object).unwrap(),
+            );
+        }
+    }
+    let mut bundle = from_files(&tree, &source).unwrap();
+    bundle.annotations.0.extend([
+        (keys::MEDIATYPE.to_string(), keys::REGISTRY_V1.to_string()),
+        (keys::MANIFESTS.to_string(), "manifests/".to_string()),
+        (keys::METADATA.to_string(), "metadata/".to_string()),
+        (keys::PACKAGE.to_string(), package.to_string()),
+        (keys::CHANNELS.to_string(), "stable".to_string()),
+        (keys::DEFAULT_CHANNEL.to_string(), "stable".to_string()),
+    ]);
+    let layout = bundle_layout_tree(&bundle, &tree);
+    let version = bundle
+        .csv
+        .version()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| "latest".into());
+    let reference = format!("{}:{version}", crate::registry().unique_repository(package));
+    oci::push(&layout, &bundle.annotations, &reference, &plain_http())
+        .await
+        .unwrap_or_else(|e| panic!("pushing {reference}: {e}"));
+    reference
+}
+
+/// A cluster-scoped BundleImages Catalog below the built-in catalog's priority, deleted when
+/// the value is dropped.
+pub struct TestCatalog {
+    pub name: String,
+    client: Client,
+}
+
+impl TestCatalog {
+    pub async fn create(client: &Client, prefix: &str, images: &[String]) -> TestCatalog {
+        let name = crate::unique_name(prefix);
+        let catalog: Catalog = serde_json::from_value(json!({
+            "apiVersion": "windlass.dev/v1alpha1",
+            "kind": "Catalog",
+            "metadata": { "name": name, "labels": { crate::TEST_NAMESPACE_LABEL: "true" } },
+            "spec": {
+                "source": { "type": "BundleImages", "bundleImages": images, "plainHTTP": true },
+                "priority": -200,
+                "pollIntervalSeconds": 5,
+            },
+        }))
+        .unwrap();
+        Api::<Catalog>::all(client.clone())
+            .create(&PostParams::default(), &catalog)
+            .await
+            .unwrap_or_else(|e| panic!("creating Catalog {name}: {e}"));
+        TestCatalog {
+            name,
+            client: client.clone(),
+        }
+    }
+
+    pub fn api(&self) -> Api<Catalog> {
+        Api::all(self.client.clone())
+    }
+
+    /// Waits until the catalog satisfies `ready`.
+    pub async fn wait(&self, what: &str, ready: impl Fn(&Catalog) -> bool) -> Catalog {
+        crate::lifecycle::wait_object(
+            &self.api(),
+            &self.name,
+            what,
+            Duration::from_secs(180),
+            ready,
+        )
+        .await
+    }
+}
+
+/// The catalog's phase as text.
+pub fn phase(catalog: &Catalog) -> String {
+    catalog
+        .status
+        .as_ref()
+        .and_then(|s| s.phase)
+        .map(|p| format!("{p:?}"))
+        .unwrap_or_default()
+}
+
+impl Drop for TestCatalog {
+    fn drop(&mut self) {
+        let (client, name) = (self.client.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let _ = Api::<Catalog>::all(client)
+                    .delete(&name, &Default::default())
+                    .await;
+            })
+        })
+        .join();
+    }
+}

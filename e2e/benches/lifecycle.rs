@@ -1,0 +1,333 @@
+//! Lifecycle numbers on the local control plane with the manager running (`make bench-e2e`):
+//! - Subscription to Succeeded for acme-monitor, which needs acme-db, against `kubectl apply` of
+//!   the same objects (CRDs, RBAC, ServiceAccounts, Deployments of both) plus waiting for every
+//!   Deployment to be Available, in the same run (ratio);
+//! - after an upgrade to the broken acme-db 1.1.1: the time from its failure being visible (the
+//!   CSV Failed) to the old version Succeeded again;
+//! - 200 Subscriptions across 50 namespaces: total time to all Succeeded, the manager's peak RSS,
+//!   and its writes in one idle minute afterwards.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{Api, Client};
+use serde_json::json;
+use windlass_api::{Blueprint, ClusterServiceVersion, CsvPhase, OperatorConfig};
+use windlass_csv_controller::desired::{self, InstallContext};
+use windlass_testkit::{
+    TestNamespace,
+    catalogs::{self, TestCatalog, publish},
+    kubectl,
+    lifecycle::{is_at, phase, subscribe},
+    require_manager, run_ok,
+};
+
+const ROUNDS: usize = 3;
+const POLL: Duration = Duration::from_millis(100);
+const SCALE_NAMESPACES: usize = 50;
+
+#[tokio::main]
+async fn main() {
+    require_manager();
+    let client = windlass_testkit::client().await;
+    let which = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let run = |name: &str| which.as_deref().is_none_or(|w| w == name);
+    if run("install") {
+        install_with_dependency(&client).await;
+    }
+    if run("rollback") {
+        rollback_time(&client).await;
+    }
+    if run("scale") {
+        scale(&client).await;
+    }
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+async fn wait_blueprint(
+    api: &Api<Blueprint>,
+    name: &str,
+    limit: Duration,
+    ready: impl Fn(&Blueprint) -> bool,
+) {
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(b)) = api.get_opt(name).await
+            && ready(&b)
+        {
+            return;
+        }
+        assert!(start.elapsed() < limit, "{name} not ready within {limit:?}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn bundle(path: &str) -> windlass_bundle::Bundle {
+    windlass_bundle::load_bundle(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path))
+        .unwrap()
+}
+
+async fn install_with_dependency(client: &Client) {
+    let bundles = [
+        bundle("bundles/acme-db/1.1.0"),
+        bundle("bundles/acme-monitor/0.2.0"),
+    ];
+    let mut windlass_times = Vec::new();
+    let mut kubectl_times = Vec::new();
+    let mut keep = Vec::new();
+    for _ in 0..ROUNDS {
+        let ns = TestNamespace::create(client, "bench-sub").await;
+        let start = Instant::now();
+        subscribe(
+            client,
+            &ns.name,
+            "acme-monitor",
+            json!({ "package": "acme-monitor", "targetNamespaces": [ns.name] }),
+        )
+        .await;
+        let api = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
+        wait_blueprint(&api, "acme-monitor", Duration::from_secs(180), |b| {
+            is_at(b, "Succeeded", "0.2.0")
+        })
+        .await;
+        windlass_times.push(start.elapsed());
+        keep.push(ns);
+
+        let ns = TestNamespace::create(client, "bench-kubectl").await;
+        let targets = vec![ns.name.clone()];
+        let config = OperatorConfig::default();
+        let mut items = Vec::new();
+        for bundle in &bundles {
+            for manifest in bundle
+                .manifests
+                .iter()
+                .filter(|m| m.kind() == "CustomResourceDefinition")
+            {
+                items.push(manifest.object.clone());
+            }
+            let ctx = InstallContext {
+                csv_name: bundle.csv.name(),
+                namespace: &ns.name,
+                owner: json!(null),
+                definition: &bundle.csv,
+                target_namespaces: &targets,
+                config: &config,
+            };
+            items.extend(desired::build(&ctx).into_iter().map(|mut o| {
+                o.object["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("ownerReferences");
+                if !o.owned {
+                    o.object["metadata"]["name"] = json!(format!("{}-kubectl", o.name()));
+                }
+                o.object
+            }));
+        }
+        let file = std::env::temp_dir().join(format!("{}.json", ns.name));
+        std::fs::write(
+            &file,
+            serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "List", "items": items}))
+                .unwrap(),
+        )
+        .unwrap();
+        let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
+        let start = Instant::now();
+        run_ok(
+            kubectl()
+                .args([
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "--field-manager",
+                    "bench-kubectl",
+                    "-f",
+                ])
+                .arg(&file),
+        );
+        loop {
+            let list = deployments.list(&Default::default()).await.unwrap();
+            let ready = list.items.len() == 2
+                && list.items.iter().all(|d| {
+                    d.status
+                        .as_ref()
+                        .and_then(|s| s.available_replicas)
+                        .unwrap_or(0)
+                        >= d.spec.replicas.unwrap_or(1)
+                });
+            if ready {
+                break;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        kubectl_times.push(start.elapsed());
+        let _ = std::fs::remove_file(file);
+        run_ok(kubectl().args([
+            "delete",
+            "clusterrole,clusterrolebinding",
+            "-l",
+            &format!("windlass.dev/csv-namespace={}", ns.name),
+            "--ignore-not-found",
+        ]));
+        keep.push(ns);
+    }
+    let (w, k) = (median(&mut windlass_times), median(&mut kubectl_times));
+    println!(
+        "subscription-to-succeeded (acme-monitor + acme-db) median {:.2}s over {ROUNDS} rounds ({windlass_times:?})",
+        w.as_secs_f64()
+    );
+    println!(
+        "kubectl-apply-to-available (same objects) median {:.2}s ({kubectl_times:?})",
+        k.as_secs_f64()
+    );
+    println!(
+        "ratio windlass/kubectl {:.2}",
+        w.as_secs_f64() / k.as_secs_f64()
+    );
+}
+
+async fn rollback_time(client: &Client) {
+    let mut times = Vec::new();
+    let mut keep = Vec::new();
+    for _ in 0..ROUNDS {
+        let ns = TestNamespace::create(client, "bench-rollback").await;
+        subscribe(
+            client,
+            &ns.name,
+            "db",
+            json!({
+                "package": "acme-db", "channel": "stable", "startingCSV": "acme-db.v1.1.0",
+                "targetNamespaces": [ns.name],
+                "rollback": { "automatic": true, "progressDeadlineSeconds": 15 },
+            }),
+        )
+        .await;
+        let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
+        let start = Instant::now();
+        let failed_at = loop {
+            let failed = csvs
+                .get_opt("acme-db.v1.1.1")
+                .await
+                .ok()
+                .flatten()
+                .and_then(|c| c.status)
+                .and_then(|s| s.phase)
+                == Some(CsvPhase::Failed);
+            if failed {
+                break Instant::now();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(240),
+                "1.1.1 never failed"
+            );
+            tokio::time::sleep(POLL).await;
+        };
+        let api = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
+        wait_blueprint(&api, "db", Duration::from_secs(240), |b| {
+            is_at(b, "RolledBack", "1.1.0")
+        })
+        .await;
+        times.push(failed_at.elapsed());
+        keep.push(ns);
+    }
+    let m = median(&mut times);
+    println!(
+        "failure-visible-to-old-version-succeeded median {:.2}s over {ROUNDS} rounds ({times:?})",
+        m.as_secs_f64()
+    );
+}
+
+/// acme-db 1.1.0 renamed throughout (package, CSV, Deployment, CRD), so one namespace can hold
+/// several different operators.
+fn renamed(to: &'static str) -> impl Fn(&mut serde_json::Value) {
+    move |object| {
+        let text = serde_json::to_string(object)
+            .unwrap()
+            .replace("acme-db", &format!("acme-{to}"))
+            .replace("databases", &format!("{to}s"))
+            .replace(
+                "Database",
+                &format!("{}{}", to[..1].to_uppercase(), &to[1..]),
+            )
+            .replace("database", to)
+            .replace("\"adb\"", &format!("\"a{to}\""));
+        *object = serde_json::from_str(&text).unwrap();
+    }
+}
+
+async fn scale(client: &Client) {
+    let kv = publish("acme-kv", "acme-db/1.1.0", renamed("kv")).await;
+    let queue = publish("acme-queue", "acme-db/1.1.0", renamed("queue")).await;
+    let catalog = TestCatalog::create(client, "bench-scale", &[kv, queue]).await;
+    catalog
+        .wait("Serving", |c| catalogs::phase(c) == "Serving")
+        .await;
+    let start = Instant::now();
+    let mut namespaces = Vec::new();
+    for _ in 0..SCALE_NAMESPACES {
+        let ns = TestNamespace::create(client, "bench-scale").await;
+        let own = json!([ns.name]);
+        // Four Subscriptions per namespace, four different operators, each watching only its
+        // own namespace; acme-monitor's dependency is the acme-db Subscription next to it.
+        let specs = [
+            (
+                "acme-db",
+                json!({ "package": "acme-db", "targetNamespaces": own }),
+            ),
+            (
+                "acme-monitor",
+                json!({ "package": "acme-monitor", "targetNamespaces": own }),
+            ),
+            (
+                "acme-kv",
+                json!({ "package": "acme-kv", "catalog": catalog.name, "targetNamespaces": own }),
+            ),
+            (
+                "acme-queue",
+                json!({ "package": "acme-queue", "catalog": catalog.name, "targetNamespaces": own }),
+            ),
+        ];
+        for (name, spec) in specs {
+            subscribe(client, &ns.name, name, spec).await;
+        }
+        namespaces.push(ns);
+    }
+    let created = start.elapsed();
+    for ns in &namespaces {
+        let api = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
+        for name in ["acme-db", "acme-monitor", "acme-kv", "acme-queue"] {
+            wait_blueprint(&api, name, Duration::from_secs(900), |b| {
+                phase(b) == "Succeeded"
+            })
+            .await;
+        }
+    }
+    let total = start.elapsed();
+    println!(
+        "{} Subscriptions in {SCALE_NAMESPACES} namespaces: created in {:.1}s, all Succeeded after {:.1}s",
+        SCALE_NAMESPACES * 4,
+        created.as_secs_f64(),
+        total.as_secs_f64()
+    );
+    if let Some(peak) = windlass_testkit::manager::memory_kib("VmHWM") {
+        println!("manager peak RSS {:.1} MiB", peak as f64 / 1024.0);
+    }
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let before = windlass_testkit::manager::writes();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let after = windlass_testkit::manager::writes();
+    println!(
+        "manager writes in one idle minute with everything installed: {}",
+        after - before
+    );
+    if let Some(rss) = windlass_testkit::manager::memory_kib("VmRSS") {
+        println!("manager idle RSS {:.1} MiB", rss as f64 / 1024.0);
+    }
+}

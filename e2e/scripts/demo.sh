@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The windlass demo: subscribe to the sample acme-db operator from the built-in catalog, approve
+# its install and an upgrade, watch the deliberately broken 1.1.1 fail and roll back by itself,
+# then roll back by hand (refused across a minor version, then forced). Prints
+# `kubectl get windlass` at each step. Expects the local control plane and the manager running
+# (`make demo` starts both). Usage: demo.sh PATH-TO-windlass-BINARY
+source "$(dirname "$0")/lib.sh"
+windlass="${1:?usage: demo.sh PATH-TO-windlass-BINARY}"
+[[ -f "$STATE_DIR/cluster.env" ]] || die "the local control plane is not running (make cluster)"
+set -a; source "$STATE_DIR/cluster.env"; set +a
+export PATH="$WINDLASS_TOOLS_PATH:$PATH"
+ns="${WINDLASS_DEMO_NAMESPACE:-windlass-demo}"
+export WINDLASS_NAMESPACE="$ns"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+show() {
+  echo "\$ kubectl get wsub,bp,wcsv -n $ns"
+  kubectl get wsub,bp,wcsv -n "$ns" 2>&1 | sed 's/^/  /'
+}
+# wait_for JSONPATH VALUE [TIMEOUT]: waits until the Blueprint's field has the value.
+wait_for() {
+  local path="$1" want="$2" timeout="${3:-180}" got=""
+  [[ "$path" == "{"* ]] || path="{$path}"
+  for _ in $(seq "$timeout"); do
+    got="$(kubectl get blueprint acme-db -n "$ns" -o "jsonpath=$path" 2>/dev/null || true)"
+    [[ "$got" == "$want" ]] && return 0
+    sleep 1
+  done
+  kubectl get blueprint acme-db -n "$ns" -o yaml >&2 || true
+  die "blueprint acme-db: $path is '$got', expected '$want' after ${timeout}s"
+}
+# completed VERSION: waits until the history records a Completed revision of VERSION.
+completed() {
+  local version="$1" got=""
+  for _ in $(seq "${2:-180}"); do
+    got="$(kubectl get blueprint acme-db -n "$ns" -o "jsonpath={.status.history[?(@.version==\"$version\")].outcome}" 2>/dev/null || true)"
+    [[ " $got " == *" Completed "* ]] && return 0
+    sleep 1
+  done
+  kubectl get blueprint acme-db -n "$ns" -o yaml >&2 || true
+  die "blueprint acme-db: no Completed revision of $version (outcomes: '$got')"
+}
+approve() {
+  echo "\$ kubectl patch blueprint acme-db -n $ns --type merge -p '{\"spec\":{\"approved\":true}}'"
+  kubectl patch blueprint acme-db -n "$ns" --type merge -p '{"spec":{"approved":true}}' >/dev/null
+}
+
+step "The built-in catalog"
+for _ in $(seq 60); do
+  [[ "$(kubectl get catalog builtin -o 'jsonpath={.status.phase}' 2>/dev/null)" == Serving ]] && break
+  sleep 1
+done
+kubectl get wcat
+
+kubectl delete namespace "$ns" --ignore-not-found --wait=true >/dev/null
+kubectl create namespace "$ns" >/dev/null
+
+step "Subscribe to acme-db on channel stable, starting at 1.0.0, upgrades approved by hand"
+cat <<YAML | tee /dev/stderr | kubectl apply -n "$ns" -f - >/dev/null
+apiVersion: windlass.dev/v1alpha1
+kind: Subscription
+metadata:
+  name: acme-db
+spec:
+  package: acme-db
+  channel: stable
+  startingCSV: acme-db.v1.0.0
+  approval: Manual
+  rollback:
+    automatic: true
+    progressDeadlineSeconds: 60
+YAML
+wait_for .status.phase RequiresApproval
+show
+
+step "Approve the install of 1.0.0"
+approve
+completed 1.0.0
+show
+
+step "An upgrade is waiting: approve 1.1.0 (a skipRange jump over 1.0.1)"
+wait_for .spec.clusterServiceVersionName acme-db.v1.1.0
+wait_for .status.phase RequiresApproval
+show
+approve
+completed 1.1.0
+show
+
+step "Approve 1.1.1, the broken release: its pods crash-loop, so it misses its 60 s deadline"
+wait_for .spec.clusterServiceVersionName acme-db.v1.1.1
+wait_for .status.phase RequiresApproval
+approve
+wait_for .status.phase Installing
+show
+step "... windlass rolls back to 1.1.0 by itself, from the revision it stored in the cluster"
+wait_for .status.phase RolledBack 240
+show
+echo
+echo "\$ kubectl get blueprint acme-db -n $ns -o jsonpath='{.status.history}'"
+kubectl get blueprint acme-db -n "$ns" -o jsonpath='{range .status.history[*]}  r{.revision} {.version} {.outcome} {.reason}{"\n"}{end}'
+
+step "Roll back by hand to 1.0.0: refused, it crosses a minor version"
+echo "\$ windlass rollback acme-db -n $ns"
+"$windlass" rollback acme-db -n "$ns"
+sleep 3
+kubectl get blueprint acme-db -n "$ns" -o jsonpath='{range .status.conditions[?(@.type=="RollbackAllowed")]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}'
+
+step "Force it: the forced rollback is recorded in the history"
+echo "\$ windlass rollback acme-db -n $ns --force --wait"
+"$windlass" rollback acme-db -n "$ns" --force --wait --timeout 180
+show
+kubectl get blueprint acme-db -n "$ns" -o jsonpath='{range .status.history[*]}  r{.revision} {.version} {.outcome} forced={.forced} {.reason}{"\n"}{end}'
+
+step "Done"
+echo "The cluster keeps running: kubectl get windlass -n $ns (after: source <(sed 's/^/export /' $STATE_DIR/cluster.env))"
+echo "Hand the target back to the channel with: $windlass resume acme-db -n $ns; stop everything with: make cluster-down"
