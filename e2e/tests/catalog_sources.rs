@@ -77,6 +77,9 @@ async fn push_builtin_bundles(prefix: &str) -> Vec<(String, String, String)> {
     pushed
 }
 
+/// Every Catalog these tests create ranks below the built-in one (-100).
+const TEST_CATALOG_PRIORITY: i32 = -1000;
+
 fn bundle_images_spec(references: Vec<String>) -> CatalogSpec {
     CatalogSpec {
         source: CatalogSource {
@@ -85,6 +88,8 @@ fn bundle_images_spec(references: Vec<String>) -> CatalogSpec {
             plain_http: true,
             ..Default::default()
         },
+        // Below the built-in catalog, so the manager never resolves other tests against it.
+        priority: TEST_CATALOG_PRIORITY,
         ..Default::default()
     }
 }
@@ -97,6 +102,8 @@ fn image_spec(image: &str) -> CatalogSpec {
             plain_http: true,
             ..Default::default()
         },
+        // Below the built-in catalog, so the manager never resolves other tests against it.
+        priority: TEST_CATALOG_PRIORITY,
         ..Default::default()
     }
 }
@@ -375,6 +382,14 @@ async fn the_reconciler_serves_a_catalog_and_keeps_it_through_an_outage() {
     let condition = find(&status.conditions, "Serving").unwrap();
     assert_eq!(condition.status, ConditionStatus::True);
     assert_eq!(condition.reason, "ContentServed");
+    // A manager running against the same cluster may have written that status first; this
+    // process's reconciler serves the content into its own store too.
+    windlass_testkit::wait_until(
+        "the in-process store to serve the catalog",
+        Duration::from_secs(30),
+        || async { store.get(&name).is_some() },
+    )
+    .await;
     assert_eq!(store.get(&name).unwrap().digest, expected_digest);
 
     // Poll every 2 s: unchanged content writes nothing, however often it is polled.

@@ -209,7 +209,20 @@ pub async fn apply_revision(
             if plan.content.crds == CrdPolicy::KeepLive && live.is_some() {
                 continue;
             }
-            build::crd(&manifest.object, live, owner)
+            let from = build::BundleId {
+                package: &loaded.content.package,
+                version: &loaded.content.version,
+            };
+            if let Some(live) = live
+                && build::live_crd_is_newer(live, &from)
+            {
+                tracing::info!(
+                    crd = manifest.name(),
+                    "keeping the newer definition a later version of the package applied"
+                );
+                continue;
+            }
+            build::crd(&manifest.object, live, owner, &from)
         } else {
             let (_, namespaced) = applier
                 .resource(manifest.api_version(), manifest.kind())

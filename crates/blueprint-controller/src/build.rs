@@ -81,8 +81,16 @@ pub fn object(manifest: &Value, namespaced: bool, owner: &Owner) -> Value {
 /// A CRD as applied. When the CSV controller set up a conversion webhook on the live CRD and
 /// the bundle's CRD asks for none (or `None`), the bundle's setting is left out so the
 /// webhook stays (the CSV controller owns `spec.conversion` then).
-pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner) -> Value {
+pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner, from: &BundleId<'_>) -> Value {
     let mut crd = object(manifest, false, owner);
+    // Which bundle wrote this definition, so an older bundle never replaces a newer one.
+    let annotations = crd["metadata"]
+        .as_object_mut()
+        .map(|m| m.entry("annotations").or_insert_with(|| json!({})));
+    if let Some(Value::Object(annotations)) = annotations {
+        annotations.insert(CRD_PACKAGE_ANNOTATION.into(), json!(from.package));
+        annotations.insert(CRD_VERSION_ANNOTATION.into(), json!(from.version));
+    }
     let live_webhook = live
         .and_then(|l| l.pointer("/spec/conversion/strategy"))
         .and_then(Value::as_str)
@@ -98,6 +106,30 @@ pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner) -> Value {
         spec.remove("conversion");
     }
     crd
+}
+
+/// The package and version whose bundle shipped a CRD definition.
+pub const CRD_PACKAGE_ANNOTATION: &str = "windlass.dev/bundle-package";
+pub const CRD_VERSION_ANNOTATION: &str = "windlass.dev/bundle-version";
+
+/// A bundle, for the CRD annotations above.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BundleId<'a> {
+    pub package: &'a str,
+    pub version: &'a str,
+}
+
+/// Whether the live CRD was written by a newer version of the same package. CRDs are shared
+/// by every namespace; an install of an older version (in another namespace, or a rollback)
+/// must not take a newer definition away from what runs on it, so the newer one stays.
+pub fn live_crd_is_newer(live: &Value, from: &BundleId<'_>) -> bool {
+    let annotations = &live["metadata"]["annotations"];
+    let same_package = annotations[CRD_PACKAGE_ANNOTATION].as_str() == Some(from.package);
+    let live_version = annotations[CRD_VERSION_ANNOTATION]
+        .as_str()
+        .and_then(|v| semver::Version::parse(v).ok());
+    let ours = semver::Version::parse(from.version).ok();
+    same_package && matches!((live_version, ours), (Some(live), Some(ours)) if live > ours)
 }
 
 /// What the CSV needs besides the content.

@@ -84,17 +84,17 @@ fn a_webhook_conversion_the_csv_controller_set_is_kept() {
         "spec": {"group": "acme.windlass.dev", "conversion": {"strategy": "None"}},
     });
     let live = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {}}}});
-    let built = crd(&shipped, Some(&live), &owner());
+    let built = crd(&shipped, Some(&live), &owner(), &FROM);
     assert!(built["spec"].get("conversion").is_none());
 
     // No webhook live: the bundle's setting is applied as shipped.
-    let built = crd(&shipped, None, &owner());
+    let built = crd(&shipped, None, &owner(), &FROM);
     assert_eq!(built["spec"]["conversion"]["strategy"], "None");
     // A bundle that ships its own webhook conversion keeps it.
     let mut own = shipped.clone();
     own["spec"]["conversion"] = json!({"strategy": "Webhook"});
     assert_eq!(
-        crd(&own, Some(&live), &owner())["spec"]["conversion"]["strategy"],
+        crd(&own, Some(&live), &owner(), &FROM)["spec"]["conversion"]["strategy"],
         "Webhook"
     );
 }
@@ -204,4 +204,56 @@ fn subset_ignores_what_the_server_adds() {
     assert!(is_subset(&desired, &live));
     let changed = json!({"spec": {"versions": [{"name": "v1", "served": false}]}});
     assert!(!is_subset(&changed, &live));
+}
+
+const FROM: BundleId<'static> = BundleId {
+    package: "acme-db",
+    version: "1.1.0",
+};
+
+#[test]
+fn a_crd_written_by_a_newer_version_of_the_same_package_is_kept() {
+    let owner = owner();
+    let applied = crd(
+        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "databases.acme.windlass.dev"}, "spec": {}}),
+        None,
+        &owner,
+        &FROM,
+    );
+    assert_eq!(
+        applied["metadata"]["annotations"][CRD_VERSION_ANNOTATION],
+        "1.1.0"
+    );
+    let older = BundleId {
+        package: "acme-db",
+        version: "1.0.0",
+    };
+    let newer = BundleId {
+        package: "acme-db",
+        version: "1.1.1",
+    };
+    let other = BundleId {
+        package: "acme-cache",
+        version: "0.1.0",
+    };
+    assert!(
+        live_crd_is_newer(&applied, &older),
+        "1.1.0 is newer than 1.0.0"
+    );
+    assert!(
+        !live_crd_is_newer(&applied, &FROM),
+        "the same version is applied again"
+    );
+    assert!(
+        !live_crd_is_newer(&applied, &newer),
+        "an upgrade replaces it"
+    );
+    assert!(
+        !live_crd_is_newer(&applied, &other),
+        "another package's versions do not compare"
+    );
+    assert!(
+        !live_crd_is_newer(&json!({"metadata": {}}), &older),
+        "an unannotated CRD is replaced"
+    );
 }

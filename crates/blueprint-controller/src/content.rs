@@ -71,8 +71,16 @@ pub async fn validate(
         let Some(live) = live_crd(client, crd.name()).await? else {
             continue;
         };
+        let from = build::BundleId {
+            package: &content.package,
+            version: &content.version,
+        };
         match request.crds {
             CrdPolicy::KeepLive => kept.push(crd.name().to_string()),
+            // A newer version of the package wrote it: it stays (see build::live_crd_is_newer).
+            CrdPolicy::Apply if build::live_crd_is_newer(&live, &from) => {
+                kept.push(crd.name().to_string())
+            }
             // Already what we would write: nothing can break, no need to read every object.
             CrdPolicy::Apply if build::is_subset(&crd.object["spec"], &live["spec"]) => {}
             CrdPolicy::Apply => {

@@ -5,21 +5,18 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use k8s_openapi::{
-    api::{
-        apps::v1::Deployment,
-        core::v1::{Pod, Secret},
-    },
+    api::{apps::v1::Deployment, core::v1::Secret},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{ListParams, Patch, PatchParams},
+    api::{Patch, PatchParams},
     runtime::{
         Controller,
         controller::Action,
-        events::{Event, EventType, Recorder, Reporter},
+        events::{EventType, Recorder, Reporter},
         finalizer::{Event as Finalizer, finalizer},
         reflector::ObjectRef,
         watcher,
@@ -28,7 +25,7 @@ use kube::{
 use serde_json::{Value, json};
 use tracing::{info, warn};
 use windlass_api::{
-    ClusterServiceVersion, ClusterServiceVersionStatus, CsvPhase, FIELD_MANAGER,
+    ClusterServiceVersion, CsvPhase, FIELD_MANAGER,
     condition::{Condition, ConditionStatus, set_condition},
     config::DEFAULT_PROGRESS_DEADLINE_SECONDS,
     csv::ObjectReference,
@@ -38,12 +35,19 @@ use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 use crate::{
     FINALIZER, apply, certs,
     desired::{self, DesiredObject, InstallContext},
-    health::{self, Health},
     names,
-    phase::{self, Inputs, Successor},
-    requirements::{self, CrdState, Observed},
+    phase::{self, Inputs},
+    requirements::{self, Observed},
     webhooks,
 };
+
+mod cluster_state;
+mod removal;
+mod reporting;
+
+use cluster_state::{find_successor, observe, observe_health};
+use removal::{cleanup, prune};
+use reporting::{publish, write_status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -201,16 +205,6 @@ fn owner_reference(csv: &ClusterServiceVersion) -> Value {
         "controller": true,
         "blockOwnerDeletion": true,
     })
-}
-
-fn selector_labels(csv: &ClusterServiceVersion) -> String {
-    format!(
-        "{}={},{}={}",
-        names::CSV_LABEL,
-        names::label_value(&csv.name_any()),
-        names::CSV_NAMESPACE_LABEL,
-        names::label_value(&csv.namespace().unwrap_or_default())
-    )
 }
 
 async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, Error> {
@@ -510,257 +504,4 @@ async fn patch_conversion(client: &Client, crd: &str, patch: &Value) -> Result<(
         name: crd.into(),
         source: source.into(),
     })
-}
-
-/// Removes external objects this CSV created earlier that its current spec no longer wants.
-async fn prune(
-    client: &Client,
-    csv: &ClusterServiceVersion,
-    desired: &[DesiredObject],
-) -> Result<(), Error> {
-    let selector = selector_labels(csv);
-    for kind in apply::EXTERNAL_KINDS {
-        let existing = apply::list_labelled(client, kind, &selector)
-            .await
-            .map_err(|source| Error::Read {
-                what: format!("{kind}s labelled {selector}"),
-                source,
-            })?;
-        for object in existing {
-            let (ns, object_name) = (object.namespace(), object.name_any());
-            let wanted = desired.iter().any(|d| {
-                d.kind() == *kind && d.name() == object_name && d.namespace() == ns.as_deref()
-            });
-            if !wanted {
-                apply::delete(client, kind, ns.as_deref(), &object_name)
-                    .await
-                    .map_err(|source| Error::Cleanup {
-                        kind: kind.to_string(),
-                        name: object_name.clone(),
-                        source,
-                    })?;
-            }
-        }
-    }
-    Ok(())
-}
-
-async fn cleanup(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, Error> {
-    let selector = selector_labels(csv);
-    for kind in apply::EXTERNAL_KINDS {
-        let existing = apply::list_labelled(&ctx.client, kind, &selector)
-            .await
-            .map_err(|source| Error::Read {
-                what: format!("{kind}s labelled {selector}"),
-                source,
-            })?;
-        for object in existing {
-            let (ns, name) = (object.namespace(), object.name_any());
-            apply::delete(&ctx.client, kind, ns.as_deref(), &name)
-                .await
-                .map_err(|source| Error::Cleanup {
-                    kind: kind.to_string(),
-                    name,
-                    source,
-                })?;
-        }
-    }
-    publish(
-        ctx,
-        csv,
-        EventType::Normal,
-        "Deleted",
-        "removed the objects this CSV created".into(),
-    )
-    .await;
-    Ok(Action::await_change())
-}
-
-async fn find_successor(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-) -> Result<Option<Successor>, Error> {
-    let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), namespace);
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| Error::Read {
-            what: format!("CSVs in {namespace}"),
-            source,
-        })?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|c| {
-            c.spec.supersedes.as_deref() == Some(name) && c.metadata.deletion_timestamp.is_none()
-        })
-        .map(|c| Successor {
-            succeeded: c.status.as_ref().and_then(|s| s.phase) == Some(CsvPhase::Succeeded),
-            name: c.name_any(),
-        })
-        .next())
-}
-
-async fn observe(
-    client: &Client,
-    def: &OlmCsv,
-    server_version: Option<semver::Version>,
-) -> Result<Observed, Error> {
-    let crds_api = Api::<CustomResourceDefinition>::all(client.clone());
-    let mut crds = BTreeMap::new();
-    for crd in def.owned_crds().iter().chain(def.required_crds()) {
-        let found = crds_api
-            .get_opt(&crd.name)
-            .await
-            .map_err(|source| Error::Read {
-                what: format!("CRD {}", crd.name),
-                source,
-            })?;
-        if let Some(found) = found {
-            let established = found
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|c| {
-                    c.iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                });
-            let served_versions = found
-                .spec
-                .versions
-                .iter()
-                .filter(|v| v.served)
-                .map(|v| v.name.clone())
-                .collect();
-            crds.insert(
-                crd.name.clone(),
-                CrdState {
-                    established,
-                    served_versions,
-                },
-            );
-        }
-    }
-    let mut served_kinds = Vec::new();
-    for gvk in &def.spec.native_apis {
-        let group_version = if gvk.group.is_empty() {
-            gvk.version.clone()
-        } else {
-            format!("{}/{}", gvk.group, gvk.version)
-        };
-        if let Ok(resources) = client.list_api_group_resources(&group_version).await {
-            if resources.resources.iter().any(|r| r.kind == gvk.kind) {
-                served_kinds.push(format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind));
-            }
-        } else if gvk.group.is_empty()
-            && let Ok(core) = client.list_core_api_resources(&gvk.version).await
-            && core.resources.iter().any(|r| r.kind == gvk.kind)
-        {
-            served_kinds.push(format!("/{}/{}", gvk.version, gvk.kind));
-        }
-    }
-    Ok(Observed {
-        server_version,
-        crds,
-        served_kinds,
-    })
-}
-
-async fn observe_health(client: &Client, namespace: &str, def: &OlmCsv) -> Result<Health, Error> {
-    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace);
-    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-    let mut healths = Vec::new();
-    for spec in def.deployments() {
-        let read = |source| Error::Read {
-            what: format!("deployment {}", spec.name),
-            source,
-        };
-        let Some(deployment) = deployments.get_opt(&spec.name).await.map_err(read)? else {
-            healths.push(Health::Progressing(format!(
-                "deployment {} does not exist yet",
-                spec.name
-            )));
-            continue;
-        };
-        let selector = deployment
-            .spec
-            .selector
-            .match_labels
-            .as_ref()
-            .map(|labels| {
-                labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default();
-        let matching = if selector.is_empty() {
-            Vec::new()
-        } else {
-            pods.list(&ListParams::default().labels(&selector))
-                .await
-                .map_err(|source| Error::Read {
-                    what: format!("pods of deployment {}", spec.name),
-                    source,
-                })?
-                .items
-        };
-        healths.push(health::deployment_health(&deployment, &matching));
-    }
-    Ok(health::combine(healths))
-}
-
-async fn write_status(
-    client: &Client,
-    csv: &ClusterServiceVersion,
-    status: &ClusterServiceVersionStatus,
-) -> Result<(), Error> {
-    let api = Api::<ClusterServiceVersion>::namespaced(
-        client.clone(),
-        &csv.namespace().unwrap_or_default(),
-    );
-    let patch = json!({"apiVersion": ClusterServiceVersion::api_version(&()), "kind": ClusterServiceVersion::kind(&()), "status": status});
-    api.patch_status(
-        &csv.name_any(),
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|source| Error::Status {
-        name: csv.name_any(),
-        source,
-    })
-}
-
-async fn publish(
-    ctx: &Context,
-    csv: &ClusterServiceVersion,
-    type_: EventType,
-    reason: &str,
-    note: String,
-) {
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(truncate(note, 1000)),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &csv.object_ref(&())).await {
-        warn!(%error, "publishing an event");
-    }
-}
-
-fn truncate(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut cut = max;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-    }
-    text
 }

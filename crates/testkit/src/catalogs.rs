@@ -123,18 +123,16 @@ pub fn phase(catalog: &Catalog) -> String {
 
 impl Drop for TestCatalog {
     fn drop(&mut self) {
-        let (client, name) = (self.client.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let _ = Api::<Catalog>::all(client)
-                    .delete(&name, &Default::default())
-                    .await;
-            })
-        })
-        .join();
+        // Drop cannot await, and the test's client belongs to its (blocked) runtime: ask the
+        // apiserver through kubectl, as TestNamespace does.
+        let _ = crate::kubectl()
+            .args([
+                "delete",
+                "catalog.windlass.dev",
+                &self.name,
+                "--wait=false",
+                "--ignore-not-found",
+            ])
+            .output();
     }
 }

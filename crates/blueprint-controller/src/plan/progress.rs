@@ -431,6 +431,19 @@ fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) ->
             );
             (true, format!("kept at the newer definition: {kept}"))
         }
+        Validation::Ready { kept_crds } if !kept_crds.is_empty() => {
+            let kept = kept_crds.join(", ");
+            draft.set_condition(
+                CRDS_KEPT,
+                true,
+                "NewerVersionInstalled",
+                &format!(
+                    "{kept} stay at the definition a newer version of this package applied \
+                     (CRDs are shared by every namespace and never move backwards)"
+                ),
+            );
+            (true, format!("kept at the newer definition: {kept}"))
+        }
         Validation::Ready { .. } => {
             if !restoring {
                 draft.remove_condition(CRDS_KEPT);
