@@ -15,7 +15,9 @@ use std::{
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
 use serde_json::json;
-use windlass_api::{Blueprint, ClusterServiceVersion, CsvPhase, OperatorConfig};
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, CsvPhase, OperatorConfig, blueprint::RevisionOutcome,
+};
 use windlass_csv_controller::desired::{self, InstallContext};
 use windlass_testkit::{
     TestNamespace,
@@ -209,10 +211,13 @@ async fn rollback_time(client: &Client) {
             }),
         )
         .await;
+        // The failure is visible as soon as anything says so: the CSV Failed, or the Blueprint
+        // past the deadline (it marks the revision Failed and starts rolling back).
         let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
+        let blueprints = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
         let start = Instant::now();
         let failed_at = loop {
-            let failed = csvs
+            let csv_failed = csvs
                 .get_opt("acme-db.v1.1.1")
                 .await
                 .ok()
@@ -220,7 +225,21 @@ async fn rollback_time(client: &Client) {
                 .and_then(|c| c.status)
                 .and_then(|s| s.phase)
                 == Some(CsvPhase::Failed);
-            if failed {
+            let blueprint_says = blueprints
+                .get_opt("db")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|b| {
+                    b.status.unwrap_or_default().history.iter().any(|r| {
+                        r.version == "1.1.1"
+                            && matches!(
+                                r.outcome,
+                                RevisionOutcome::Failed | RevisionOutcome::RolledBack
+                            )
+                    })
+                });
+            if csv_failed || blueprint_says {
                 break Instant::now();
             }
             assert!(

@@ -320,39 +320,44 @@ pub async fn cleanup(
     client: &Client,
     owner: &Owner,
     known_kinds: &[(String, String)],
+    crds: &[String],
     delete_crds: bool,
 ) -> Result<Vec<String>, Error> {
     let mut applier = Applier::new(client.clone());
     let selector = names::selector(&owner.name, &owner.namespace);
     let mut removed = Vec::new();
     for (api_version, kind) in known_kinds {
-        if kind == CRD_KIND && !delete_crds {
+        if kind == CRD_KIND {
             continue;
         }
-        // CRDs shipped as v1beta1 were applied as v1.
-        let api_version = if kind == CRD_KIND {
-            "apiextensions.k8s.io/v1"
-        } else {
-            api_version.as_str()
-        };
         let Ok((resource, namespaced)) = applier.resource(api_version, kind).await else {
             continue;
         };
         if namespaced || applier.is_custom_resource(&resource).await? {
             continue;
         }
-        let others = if kind == CRD_KIND {
-            crds_owned_elsewhere(client, &selector).await?
-        } else {
-            BTreeSet::new()
-        };
         for object in applier.labelled(&resource, None, &selector).await? {
             let name = object.name_any();
-            if others.contains(&name) {
-                continue;
-            }
             applier.delete(&resource, None, &name).await?;
             removed.push(format!("{kind} {name}"));
+        }
+    }
+    if delete_crds && !crds.is_empty() {
+        // CRDs carry no Blueprint labels (they are shared); the stored revisions name them.
+        let others = crds_owned_elsewhere(client, &selector).await?;
+        let definitions = Api::<CustomResourceDefinition>::all(client.clone());
+        for name in crds.iter().filter(|c| !others.contains(*c)) {
+            match definitions.delete(name, &Default::default()).await {
+                Ok(_) => removed.push(format!("{CRD_KIND} {name}")),
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(source) => {
+                    return Err(Error::Apply {
+                        kind: CRD_KIND.into(),
+                        name: name.clone(),
+                        source,
+                    });
+                }
+            }
         }
     }
     Ok(removed)

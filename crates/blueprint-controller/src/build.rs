@@ -83,6 +83,12 @@ pub fn object(manifest: &Value, namespaced: bool, owner: &Owner) -> Value {
 /// webhook stays (the CSV controller owns `spec.conversion` then).
 pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner, from: &BundleId<'_>) -> Value {
     let mut crd = object(manifest, false, owner);
+    // Shared by every Blueprint of the package in every namespace: a label naming one of them
+    // would be rewritten by each in turn, so only the managed-by label stays.
+    if let Some(labels) = crd["metadata"]["labels"].as_object_mut() {
+        labels.remove(names::BLUEPRINT_LABEL);
+        labels.remove(names::BLUEPRINT_NAMESPACE_LABEL);
+    }
     // Which bundle wrote this definition, so an older bundle never replaces a newer one.
     let annotations = crd["metadata"]
         .as_object_mut()
@@ -218,6 +224,18 @@ pub fn kinds(manifests: &[Manifest]) -> Vec<String> {
     kinds.sort();
     kinds.dedup();
     kinds
+}
+
+/// The names of the CRDs among `manifests`, sorted.
+pub fn crd_names(manifests: &[Manifest]) -> Vec<String> {
+    let mut names: Vec<String> = manifests
+        .iter()
+        .filter(|m| m.kind() == "CustomResourceDefinition")
+        .map(|m| m.name().to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The inverse of the kinds annotation: `(apiVersion, kind)` pairs.

@@ -224,6 +224,19 @@ fn a_crd_written_by_a_newer_version_of_the_same_package_is_kept() {
         applied["metadata"]["annotations"][CRD_VERSION_ANNOTATION],
         "1.1.0"
     );
+    // Shared across namespaces: no label names one Blueprint, or each would rewrite it.
+    let labels = applied["metadata"]["labels"].as_object().unwrap();
+    assert!(
+        labels.get(crate::names::BLUEPRINT_LABEL).is_none(),
+        "{labels:?}"
+    );
+    assert!(
+        labels
+            .get(crate::names::BLUEPRINT_NAMESPACE_LABEL)
+            .is_none(),
+        "{labels:?}"
+    );
+    assert_eq!(labels[windlass_api::MANAGED_BY_LABEL], "windlass");
     let older = BundleId {
         package: "acme-db",
         version: "1.0.0",

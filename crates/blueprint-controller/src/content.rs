@@ -198,16 +198,19 @@ pub async fn store_revision(
     );
     // The kinds as applied (legacy APIs converted), which is where leftovers are looked for.
     let shipped = revision::to_bundle_manifests(content);
-    let kinds = match convert_manifests(&shipped) {
-        Ok(converted) => build::kinds(&converted.objects),
-        Err(_) => build::kinds(&shipped),
-    }
-    .join(",");
-    secret
-        .metadata
-        .annotations
-        .get_or_insert_default()
-        .insert(names::KINDS_ANNOTATION.to_string(), kinds);
+    let applied = match convert_manifests(&shipped) {
+        Ok(converted) => converted.objects,
+        Err(_) => shipped,
+    };
+    let annotations = secret.metadata.annotations.get_or_insert_default();
+    annotations.insert(
+        names::KINDS_ANNOTATION.to_string(),
+        build::kinds(&applied).join(","),
+    );
+    annotations.insert(
+        names::CRDS_ANNOTATION.to_string(),
+        build::crd_names(&applied).join(","),
+    );
     let secret_name = secret.name_any();
     Api::<Secret>::namespaced(client.clone(), &blueprint.namespace().unwrap_or_default())
         .patch(

@@ -20,6 +20,9 @@ pub const REVISION_ANNOTATION: &str = "windlass.dev/revision";
 /// On a revision Secret: the kinds (`apiVersion/Kind`, comma-separated) its bundle ships besides
 /// the CSV, so pruning and cleanup know which kinds to look for without decoding every revision.
 pub const KINDS_ANNOTATION: &str = "windlass.dev/kinds";
+/// On a revision Secret: the CRDs (names, comma-separated) its bundle ships. CRDs are shared by
+/// every namespace, so they carry no Blueprint labels; cleanup finds them by name.
+pub const CRDS_ANNOTATION: &str = "windlass.dev/crds";
 /// The controller's name in Events.
 pub const CONTROLLER_NAME: &str = "windlass-blueprint";
 

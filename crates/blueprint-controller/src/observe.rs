@@ -20,6 +20,8 @@ pub struct Observed {
     pub stored: Vec<StoredRevision>,
     /// Every kind any stored revision ships (from the Secrets' kinds annotation).
     pub kinds: Vec<(String, String)>,
+    /// Every CRD any stored revision ships (from the Secrets' CRDs annotation).
+    pub crds: Vec<String>,
     pub csvs: Vec<ObservedCsv>,
     pub dependencies: Vec<DependencyState>,
     /// The content of the current revision, when its Secret exists and reads.
@@ -53,6 +55,11 @@ pub async fn observe(
         {
             observed.kinds.extend(kinds);
         }
+        if let Some(crds) = secret.annotations().get(names::CRDS_ANNOTATION) {
+            observed
+                .crds
+                .extend(crds.split(',').filter(|c| !c.is_empty()).map(String::from));
+        }
         let mut stored = stored;
         if stored.revision == blueprint.spec.revision
             && let Ok(content) = revision::from_secret(secret)
@@ -68,6 +75,8 @@ pub async fn observe(
     }
     observed.kinds.sort();
     observed.kinds.dedup();
+    observed.crds.sort();
+    observed.crds.dedup();
 
     let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &namespace)
         .list(&ListParams::default().labels(&names::selector(&name, &namespace)))

@@ -355,8 +355,14 @@ async fn prune_revisions(
 async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
     let observed = observe::observe(&ctx.client, &ctx.blueprints, blueprint).await?;
     let delete_crds = blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete;
-    let removed =
-        apply::cleanup(&ctx.client, &owner(blueprint), &observed.kinds, delete_crds).await?;
+    let removed = apply::cleanup(
+        &ctx.client,
+        &owner(blueprint),
+        &observed.kinds,
+        &observed.crds,
+        delete_crds,
+    )
+    .await?;
     let message = if removed.is_empty() {
         "nothing cluster-scoped to remove; custom resources are kept".to_string()
     } else {
