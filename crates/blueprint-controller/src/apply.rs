@@ -216,7 +216,7 @@ pub async fn apply_revision(
             if let Some(live) = live
                 && build::live_crd_is_newer(live, &from)
             {
-                tracing::info!(
+                tracing::debug!(
                     crd = manifest.name(),
                     "keeping the newer definition a later version of the package applied"
                 );
