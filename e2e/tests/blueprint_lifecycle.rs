@@ -201,11 +201,18 @@ async fn crd_deletion_policy_delete_removes_the_crd_on_uninstall() {
         .get(&crd_name)
         .await
         .expect("the Blueprint applied the CRD");
+    // Shared by every namespace: it names the bundle that wrote it, not one Blueprint.
     assert_eq!(
         crd.labels()
             .get("windlass.dev/blueprint")
             .map(String::as_str),
-        Some("db")
+        None
+    );
+    assert_eq!(
+        crd.annotations()
+            .get("windlass.dev/bundle-package")
+            .map(String::as_str),
+        Some(package.as_str())
     );
 
     Api::<Subscription>::namespaced(client.clone(), &ns.name)
