@@ -42,3 +42,15 @@ pub fn memory_kib(field: &str) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// The namespace the running manager was given (`--namespace`), read from its command line.
+pub fn namespace() -> Option<String> {
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", pid()?)).ok()?;
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    args.iter()
+        .position(|a| a == "--namespace")
+        .and_then(|i| args.get(i + 1).cloned())
+}

@@ -172,10 +172,15 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
         tokio::join!(
             scope::only_if(
                 runs(scope::Controller::Catalog),
-                windlass_catalog_controller::run(
+                windlass_catalog_controller::run_with(
                     client.clone(),
                     store.clone(),
                     registry.controller("catalog"),
+                    // Pull secrets live in the namespace the manager was told it runs in.
+                    windlass_catalog_controller::reconcile::Options {
+                        namespace: args.namespace.clone(),
+                        ..windlass_catalog_controller::reconcile::Options::from_env()
+                    },
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),
