@@ -577,6 +577,13 @@ async fn a_pull_secret_is_read_from_the_manager_namespace() {
         phase(c) == Some(CatalogPhase::Serving)
     })
     .await;
+    // The manager may have said Serving first; this process's reconciler serves it too.
+    windlass_testkit::wait_until(
+        "the in-process store to serve the catalog",
+        Duration::from_secs(30),
+        || async { store.get(&name).is_some() },
+    )
+    .await;
     let served = store.get(&name).unwrap();
     assert!(served.credentials.contains_key(&registry.addr));
     assert_eq!(served.catalog.packages.len(), 3);
