@@ -12,9 +12,11 @@ use std::{
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, ResourceExt, api::PostParams};
 use serde_json::json;
-use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase, OperatorConfig};
-use windlass_csv_controller::desired::{self, InstallContext};
+use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase};
 use windlass_testkit::{TestNamespace, kubectl, require_manager, run_ok};
+
+#[path = "common/kubectl.rs"]
+mod kubectl;
 
 const ROUNDS: usize = 5;
 const POLL: Duration = Duration::from_millis(100);
@@ -75,30 +77,7 @@ async fn main() {
 
         // kubectl: the same objects, applied at once, then wait for Available.
         let ns = TestNamespace::create(&client, "bench-kubectl").await;
-        let targets = vec![ns.name.clone()];
-        let config = OperatorConfig::default();
-        let ctx = InstallContext {
-            csv_name: bundle.csv.name(),
-            namespace: &ns.name,
-            owner: json!(null),
-            definition: &bundle.csv,
-            target_namespaces: &targets,
-            config: &config,
-        };
-        let items: Vec<_> = desired::build(&ctx)
-            .into_iter()
-            .map(|mut o| {
-                o.object["metadata"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("ownerReferences");
-                if !o.owned {
-                    // Cluster-scoped names carry the namespace, so rounds do not collide.
-                    o.object["metadata"]["name"] = json!(format!("{}-kubectl", o.name()));
-                }
-                o.object
-            })
-            .collect();
+        let items = kubectl::install_objects(&bundle, &ns.name);
         let file = std::env::temp_dir().join(format!("{}.json", ns.name));
         std::fs::write(
             &file,

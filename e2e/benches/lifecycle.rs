@@ -15,10 +15,7 @@ use std::{
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
 use serde_json::json;
-use windlass_api::{
-    Blueprint, ClusterServiceVersion, CsvPhase, OperatorConfig, blueprint::RevisionOutcome,
-};
-use windlass_csv_controller::desired::{self, InstallContext};
+use windlass_api::{Blueprint, ClusterServiceVersion, CsvPhase, blueprint::RevisionOutcome};
 use windlass_testkit::{
     TestNamespace,
     catalogs::{self, TestCatalog, publish},
@@ -26,6 +23,9 @@ use windlass_testkit::{
     lifecycle::{is_at, phase, subscribe},
     require_manager, run_ok,
 };
+
+#[path = "common/kubectl.rs"]
+mod kubectl_objects;
 
 const ROUNDS: usize = 3;
 const POLL: Duration = Duration::from_millis(100);
@@ -103,8 +103,6 @@ async fn install_with_dependency(client: &Client) {
         keep.push(ns);
 
         let ns = TestNamespace::create(client, "bench-kubectl").await;
-        let targets = vec![ns.name.clone()];
-        let config = OperatorConfig::default();
         let mut items = Vec::new();
         for bundle in &bundles {
             for manifest in bundle
@@ -114,24 +112,7 @@ async fn install_with_dependency(client: &Client) {
             {
                 items.push(manifest.object.clone());
             }
-            let ctx = InstallContext {
-                csv_name: bundle.csv.name(),
-                namespace: &ns.name,
-                owner: json!(null),
-                definition: &bundle.csv,
-                target_namespaces: &targets,
-                config: &config,
-            };
-            items.extend(desired::build(&ctx).into_iter().map(|mut o| {
-                o.object["metadata"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("ownerReferences");
-                if !o.owned {
-                    o.object["metadata"]["name"] = json!(format!("{}-kubectl", o.name()));
-                }
-                o.object
-            }));
+            items.extend(kubectl_objects::install_objects(bundle, &ns.name));
         }
         let file = std::env::temp_dir().join(format!("{}.json", ns.name));
         std::fs::write(
