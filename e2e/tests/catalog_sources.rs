@@ -26,21 +26,18 @@ use windlass_api::{
     Catalog, CatalogSpec,
     catalog::{CatalogPhase, CatalogSource, CatalogSourceType},
     condition::{ConditionStatus, find},
-    observe::ReconcileMetrics,
 };
-use windlass_bundle::{
-    Limits, from_files,
-    load::read_source,
-    oci::{self, RegistryOptions},
-    pack::bundle_layout_tree,
-};
+use windlass_bundle::{Limits, from_files, load::read_source, pack::bundle_layout_tree};
 use windlass_catalog::fbc::{CONFIGS_LABEL, image_tree};
 use windlass_catalog_controller::{
-    BuiltinCatalog, BundleLocation, CatalogStore, Options, Reader, SourceError,
+    BuiltinCatalog, Options, Reader, SourceError,
     credentials::Credentials,
     source::{digest_of_digests, pinned},
     status::{self, Failure, Observation},
 };
+use windlass_catalog_store::{BundleLocation, CatalogStore};
+use windlass_kit::Metrics;
+use windlass_oci::{self as oci, RegistryOptions};
 use windlass_testkit::{TestNamespace, unique_name, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -283,7 +280,7 @@ struct Counting {
     failures: Mutex<Vec<&'static str>>,
 }
 
-impl ReconcileMetrics for Counting {
+impl Metrics for Counting {
     fn reconciled(&self, _duration: Duration, error: Option<&'static str>) {
         self.reconciles.fetch_add(1, Ordering::Relaxed);
         if let Some(label) = error {
@@ -340,7 +337,7 @@ async fn the_reconciler_serves_a_catalog_and_keeps_it_through_an_outage() {
     let store = CatalogStore::new();
     let metrics = Arc::new(Counting::default());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let controller = tokio::spawn(windlass_catalog_controller::run_with(
+    let controller = tokio::spawn(windlass_catalog_controller::run(
         client.clone(),
         store.clone(),
         metrics.clone(),
@@ -505,7 +502,7 @@ async fn a_pull_secret_is_read_from_the_manager_namespace() {
     let run_label = unique_name("run");
     let store = CatalogStore::new();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let controller = tokio::spawn(windlass_catalog_controller::run_with(
+    let controller = tokio::spawn(windlass_catalog_controller::run(
         client.clone(),
         store.clone(),
         Arc::new(Counting::default()),

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use windlass_bundle::metadata::keys;
-use windlass_bundle::oci::{self, RegistryOptions};
 use windlass_bundle::{Limits, from_files, load::read_source, pack::bundle_layout_tree};
+use windlass_oci::{self as oci, RegistryOptions};
 use windlass_testkit::{run_ok, unique_name};
 
 fn corpus() -> PathBuf {

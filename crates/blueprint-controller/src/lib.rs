@@ -18,7 +18,4 @@ pub mod reconcile;
 pub mod revision;
 
 pub use error::Error;
-pub use names::{
-    BLUEPRINT_LABEL, BLUEPRINT_NAMESPACE_LABEL, FINALIZER, KINDS_ANNOTATION, REVISION_ANNOTATION,
-};
 pub use reconcile::{Context, run};

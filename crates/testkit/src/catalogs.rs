@@ -7,12 +7,9 @@ use kube::{Api, Client, api::PostParams};
 use serde_json::{Value, json};
 use windlass_api::Catalog;
 use windlass_bundle::{
-    Limits, from_files,
-    load::read_source,
-    metadata::keys,
-    oci::{self, RegistryOptions},
-    pack::bundle_layout_tree,
+    Limits, from_files, load::read_source, metadata::keys, pack::bundle_layout_tree,
 };
+use windlass_oci::{self as oci, RegistryOptions};
 
 pub fn plain_http() -> RegistryOptions {
     RegistryOptions {

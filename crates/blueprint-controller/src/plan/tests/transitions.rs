@@ -16,7 +16,7 @@ fn first_install_records_the_revision_then_applies_then_completes() {
             revision: 1,
             old_version: None,
             old_cluster_service_version_name: None,
-            reset_approval: true,
+            approved: Some(false),
         })
     );
     assert_eq!(

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use windlass_bundle::oci::{OciError, RegistryOptions, pull, pull_bundle};
 use windlass_bundle::unpack::UnpackError;
 use windlass_bundle::{FileTree, Limits};
+use windlass_oci::{OciError, RegistryOptions, pull, pull_bundle};
 
 /// Path -> (status, headers, body).
 type Routes = BTreeMap<String, (u16, Vec<(String, String)>, Vec<u8>)>;

@@ -1,5 +1,6 @@
-//! Bundle images in OCI registries: pull (digest-verified, safely unpacked in memory), push (a
-//! real OCI image with the standard bundle labels) and inspect.
+//! OCI registries: pull (digest-verified, size-limited, safely unpacked in memory), push and
+//! inspect images; bundle images with the standard bundle labels. The one place windlass talks
+//! to a registry, so the pure crates (bundle formats, catalog, resolver) never link a client.
 
 mod auth;
 pub mod image;
@@ -14,9 +15,9 @@ use sha2::{Digest, Sha256};
 
 pub use auth::{Auth, AuthError, default_docker_configs, docker_config_auth};
 
-use crate::files::{FileTree, Limits};
-use crate::metadata::{Annotations, keys};
-use crate::unpack::UnpackError;
+use windlass_bundle::files::{FileTree, Limits};
+use windlass_bundle::metadata::{Annotations, keys};
+use windlass_bundle::unpack::UnpackError;
 
 /// Layer media types a bundle image may use (OCI and Docker, compressed or not).
 pub const LAYER_MEDIA_TYPES: [&str; 4] = [
@@ -72,7 +73,7 @@ pub enum OciError {
     #[error("{reference}: {message}")]
     Registry { reference: String, message: String },
     #[error(transparent)]
-    Bundle(#[from] Box<crate::BundleError>),
+    Bundle(#[from] Box<windlass_bundle::BundleError>),
 }
 
 /// A pulled bundle image.
@@ -119,6 +120,15 @@ pub fn parse_reference(reference: &str) -> Result<Reference, OciError> {
             reference: reference.into(),
             message: e.to_string(),
         })
+}
+
+/// The registry host an image reference points at (`docker.io` for short names).
+pub fn registry_of(reference: &str) -> Option<String> {
+    // The registry is in the name; the digest part need not be checked to find it.
+    let name = reference.split('@').next().unwrap_or(reference);
+    parse_reference(name)
+        .ok()
+        .map(|r| r.resolve_registry().to_string())
 }
 
 fn map_error(reference: &Reference, error: OciDistributionError) -> OciError {
@@ -245,12 +255,13 @@ pub async fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled, 
                 .saturating_sub(files.total_bytes()),
             max_files: options.limits.max_files.saturating_sub(files.files.len()),
         };
-        let unpacked =
-            crate::unpack::unpack(&data, remaining).map_err(|error| OciError::Unpack {
+        let unpacked = windlass_bundle::unpack::unpack(&data, remaining).map_err(|error| {
+            OciError::Unpack {
                 reference: reference.into(),
                 digest: layer.digest.clone(),
                 error,
-            })?;
+            }
+        })?;
         // Later layers override earlier ones, as in any image filesystem.
         files.files.extend(unpacked.files);
     }
@@ -275,10 +286,10 @@ pub async fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled, 
 pub async fn pull_bundle(
     reference: &str,
     options: &RegistryOptions,
-) -> Result<(crate::Bundle, Pulled), OciError> {
+) -> Result<(windlass_bundle::Bundle, Pulled), OciError> {
     let pulled = pull(reference, options).await?;
-    let mut bundle =
-        crate::from_files(&pulled.files, reference).map_err(|e| OciError::Bundle(Box::new(e)))?;
+    let mut bundle = windlass_bundle::from_files(&pulled.files, reference)
+        .map_err(|e| OciError::Bundle(Box::new(e)))?;
     if bundle.annotations.0.is_empty() {
         bundle.annotations = Annotations(
             pulled
@@ -347,7 +358,7 @@ pub async fn push_image(
         reference: reference.into(),
         message: format!("cannot pack the layer: {e}"),
     };
-    let layer = crate::unpack::pack(tree).map_err(io)?;
+    let layer = windlass_bundle::unpack::pack(tree).map_err(io)?;
     let diff_id = {
         use std::io::Read;
         let mut raw = Vec::new();

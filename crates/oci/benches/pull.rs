@@ -1,7 +1,7 @@
 //! Pull + unpack of a bundle image from a local registry, against `skopeo copy` of the same
 //! image to a local directory.
 //!
-//! `WINDLASS_REGISTRY=127.0.0.1:PORT cargo bench -p windlass-bundle --bench pull [-- BUNDLE_DIR]`
+//! `WINDLASS_REGISTRY=127.0.0.1:PORT cargo bench -p windlass-oci --bench pull [-- BUNDLE_DIR]`
 //! pushes the bundle (default: the corpus' largest package-manifest bundle of
 //! community-kubevirt-hyperconverged), then reports the best of several runs of each.
 
@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use windlass_bundle::oci::{self, RegistryOptions};
 use windlass_bundle::{Limits, from_files, load::read_source, pack::bundle_layout_tree};
+use windlass_oci::{self as oci, RegistryOptions};
 
 const RUNS: usize = 5;
 

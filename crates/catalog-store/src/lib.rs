@@ -1,4 +1,9 @@
-//! The served content of every Catalog, shared by the controllers.
+//! The served content of every Catalog, shared by the controllers: the Catalog controller
+//! serves what it read, the Subscription controller resolves against it, and the Blueprint
+//! controller reads bundle content through it, cached by digest so installs and rollbacks do
+//! not pull twice.
+
+mod fetch;
 
 use std::{
     collections::BTreeMap,
@@ -7,8 +12,8 @@ use std::{
 };
 
 use tokio::sync::watch;
-use windlass_bundle::oci::{Auth, RegistryOptions};
 use windlass_catalog::Catalog;
+use windlass_oci::{Auth, RegistryOptions};
 
 /// One catalog's content as last read successfully.
 #[derive(Clone, Debug)]
@@ -38,7 +43,7 @@ impl ServedCatalog {
     pub fn registry_for(&self, reference: &str) -> RegistryOptions {
         let mut options = self.registry.clone();
         if let Some(auth) =
-            crate::credentials::registry_of(reference).and_then(|host| self.credentials.get(&host))
+            windlass_oci::registry_of(reference).and_then(|host| self.credentials.get(&host))
         {
             options.auth = auth.clone();
         }
@@ -298,5 +303,4 @@ fn check_digest(
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;

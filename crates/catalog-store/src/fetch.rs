@@ -1,8 +1,8 @@
 //! Reading one bundle's content from where its catalog says it lives.
 
-use windlass_bundle::oci;
+use windlass_oci as oci;
 
-use crate::store::{BundleContent, BundleLocation, ServedCatalog, StoreError};
+use crate::{BundleContent, BundleLocation, ServedCatalog, StoreError};
 
 pub(crate) async fn fetch(
     served: &ServedCatalog,
