@@ -284,12 +284,13 @@ fn same_set<T: Ord + Clone>(a: &[T], b: &[T]) -> bool {
 fn payload_tree(args: &NewArgs) -> anyhow::Result<FileTree> {
     let read = FileTree::read_dir(&args.from_dir, Limits::default())
         .with_context(|| format!("reading {}", args.from_dir.display()))?;
-    let mut tree = FileTree::default();
-    tree.files = read
-        .files
-        .into_iter()
-        .filter(|(k, _)| k.starts_with("manifests/") || k.starts_with("release-manifests/"))
-        .collect();
+    let mut tree = FileTree {
+        files: read
+            .files
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("manifests/") || k.starts_with("release-manifests/"))
+            .collect(),
+    };
     if tree.under("release-manifests").next().is_none() {
         bail!(
             "{}: no release-manifests/ directory, so this is not a release payload",
