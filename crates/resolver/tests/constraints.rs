@@ -1,5 +1,5 @@
-//! `olm.constraint` end to end on catalogs read from disk (a file-based catalog and a bundle-layout
-//! package, see `tests/data/constraints/README.md`): what reading and lint report about unusable
+//! `olm.constraint` end to end on catalogs read from disk (a file-based catalog, a bundle-layout
+//! package and a package-manifest one, see `tests/data/constraints/README.md`): what reading and lint report about unusable
 //! constraints, and what resolution makes of the rest.
 
 use std::path::{Path, PathBuf};
@@ -140,6 +140,11 @@ fn resolution_follows_every_kind_of_constraint() {
             sub("acme-proxy", None),
             vec!["acme-db.v1.1.0 1.1.0", "acme-proxy.v0.1.0 0.1.0"],
         ),
+        // a package-manifest bundle's dependencies.yaml: an owner of Database v1
+        (
+            sub("acme-relay", None),
+            vec!["acme-db.v1.1.0 1.1.0", "acme-relay.v0.1.0 0.1.0"],
+        ),
     ];
     for (subscription, want) in cases {
         let package = subscription.package.clone();
@@ -181,7 +186,7 @@ fn explanations_quote_the_failure_message() {
     );
     let why = resolve(&loaded, sub("acme-backup", Some("0.2.0"))).unwrap_err();
     assert!(
-        why.contains("acme-backup.v0.2.0 (acme-backup 0.2.0) needs olm.constraint ")
+        why.contains("acme-backup.v0.2.0 (acme-backup 0.2.0) needs: backups travel over TLS (olm.constraint {")
             && why
                 .contains("the constraint cannot be used (cel.rule: the CEL rule does not compile"),
         "{why}"

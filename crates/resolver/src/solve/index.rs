@@ -30,14 +30,20 @@ pub(crate) enum Req<'c> {
     },
     /// `olm.gvk.required` (and CSV `required` CRDs): any owner of the API.
     Gvk(GvkId),
-    /// `olm.constraint`: some installed bundle (this one included) satisfies the predicate.
+    /// `olm.constraint`: some bundle of the installation (this one included) satisfies the
+    /// predicate. The constraint is `Index::constraints[i]`, shared by every bundle that
+    /// carries the same one.
+    Constraint(u32),
+}
+
+/// One distinct `olm.constraint` of the catalog.
+#[derive(Debug)]
+pub(crate) struct ConstraintInfo {
     /// An unusable constraint (`Err`, with the reason) can never be met.
-    Constraint {
-        parsed: Result<Constraint, String>,
-        /// Filled the first time a resolution reaches the requirement: evaluating a CEL rule
-        /// over a whole catalog is paid only for constraints that matter.
-        cands: OnceLock<ConstraintCands>,
-    },
+    pub parsed: Result<Constraint, String>,
+    /// Filled the first time a resolution reaches the constraint: evaluating a CEL rule over a
+    /// whole catalog is paid only for constraints that matter, and once.
+    cands: OnceLock<ConstraintCands>,
 }
 
 /// The bundles that satisfy one constraint.
@@ -80,6 +86,8 @@ pub(crate) struct Index<'c> {
     pub gvk_ids: HashMap<&'c Gvk, GvkId>,
     /// Owners of each API, best first (package order, then the package's own preference).
     pub providers: Vec<Vec<BundleId>>,
+    /// The distinct constraints bundles carry (versions of a package often repeat one).
+    pub constraints: Vec<ConstraintInfo>,
     /// Each bundle's properties as CEL rules see them, built on first use; empty when no
     /// constraint in the catalog has a CEL rule.
     cel_properties: Vec<OnceLock<CelProperties>>,
@@ -94,6 +102,7 @@ impl<'c> Index<'c> {
             gvks: Vec::new(),
             gvk_ids: HashMap::new(),
             providers: Vec::new(),
+            constraints: Vec::new(),
             cel_properties: Vec::new(),
         };
         for (i, name) in catalog.packages.keys().enumerate() {
@@ -129,8 +138,7 @@ impl<'c> Index<'c> {
             });
         }
         // Requirements need every package numbered first.
-        let mut uses_cel = false;
-        let mut parsed_constraints: HashMap<String, Result<Constraint, String>> = HashMap::new();
+        let mut constraint_ids: HashMap<String, u32> = HashMap::new();
         for id in 0..index.bundles.len() {
             let bundle = index.bundles[id].bundle;
             let mut requires = Vec::new();
@@ -161,20 +169,23 @@ impl<'c> Index<'c> {
                 requires.push(Req::Gvk(index.gvk_id(gvk)));
             }
             for value in bundle.constraint_values() {
-                // The versions of a package often repeat one constraint: compile it once.
-                let parsed = parsed_constraints
-                    .entry(value.to_string())
-                    .or_insert_with(|| Constraint::parse(value).map_err(|e| e.to_string()))
-                    .clone();
-                uses_cel |= parsed.as_ref().is_ok_and(Constraint::uses_cel);
-                requires.push(Req::Constraint {
-                    parsed,
-                    cands: OnceLock::new(),
-                });
+                let next = index.constraints.len() as u32;
+                let id = *constraint_ids.entry(value.to_string()).or_insert(next);
+                if id == next {
+                    index.constraints.push(ConstraintInfo {
+                        parsed: Constraint::parse(value).map_err(|e| e.to_string()),
+                        cands: OnceLock::new(),
+                    });
+                }
+                requires.push(Req::Constraint(id));
             }
             index.bundles[id].requires = requires;
         }
-        if uses_cel {
+        if index
+            .constraints
+            .iter()
+            .any(|c| c.parsed.as_ref().is_ok_and(Constraint::uses_cel))
+        {
             index.cel_properties = (0..index.bundles.len()).map(|_| OnceLock::new()).collect();
         }
         index.providers = vec![Vec::new(); index.gvks.len()];
@@ -215,17 +226,25 @@ impl<'c> Index<'c> {
             .find(|b| precedence(&self.bundle(*b).bundle.version, version).is_eq())
     }
 
+    /// The constraint requirement `r` of bundle `b` is, if it is one.
+    pub fn constraint_of(&self, b: BundleId, r: u32) -> Option<&ConstraintInfo> {
+        match &self.bundle(b).requires[r as usize] {
+            Req::Constraint(c) => self.constraints.get(*c as usize),
+            _ => None,
+        }
+    }
+
     /// The bundles satisfying requirement `r` of bundle `b`, a constraint (computed once).
     pub fn constraint_cands(&self, b: BundleId, r: u32) -> &ConstraintCands {
         static NONE: ConstraintCands = ConstraintCands {
             ordered: Vec::new(),
             sorted: Vec::new(),
         };
-        match &self.bundle(b).requires[r as usize] {
-            Req::Constraint {
+        match self.constraint_of(b, r) {
+            Some(ConstraintInfo {
                 parsed: Ok(constraint),
                 cands,
-            } => cands.get_or_init(|| self.satisfying(constraint)),
+            }) => cands.get_or_init(|| self.satisfying(constraint)),
             _ => &NONE,
         }
     }
@@ -255,8 +274,8 @@ impl<'c> Index<'c> {
 
     /// The bundles weighed for requirement `r` of bundle `b`, a constraint, best first.
     pub fn constraint_considered(&self, b: BundleId, r: u32) -> Vec<BundleId> {
-        match &self.bundle(b).requires[r as usize] {
-            Req::Constraint { parsed: Ok(c), .. } => self.weighed(c),
+        match self.constraint_of(b, r).map(|c| &c.parsed) {
+            Some(Ok(c)) => self.weighed(c),
             _ => Vec::new(),
         }
     }

@@ -71,7 +71,7 @@ pub(crate) fn build(ix: &Index<'_>, c: &Compiled<'_>, state: &State, stats: Stat
                 Req::Package { pkg: Some(p), .. } => state.assigned[*p as usize].map(|(d, _)| d),
                 Req::Package { .. } => None,
                 Req::Gvk(g) => state.owner[*g as usize],
-                Req::Constraint { .. } => state.satisfier(ix, b, r as u32),
+                Req::Constraint(_) => state.satisfier(ix, b, r as u32),
             };
             if let Some(d) = dep.filter(|d| *d != b) {
                 deps.entry(b).or_default().insert(d);

@@ -149,7 +149,7 @@ pub(crate) fn candidates<'a>(
     match cands {
         Cands::Req(b, r) => match &index.bundle(b).requires[r as usize] {
             Req::Package { cands, .. } => cands,
-            Req::Constraint { .. } => &index.constraint_cands(b, r).ordered,
+            Req::Constraint(_) => &index.constraint_cands(b, r).ordered,
             Req::Gvk(_) => &[],
         },
         Cands::Local(i) => &lists.local[i as usize],
@@ -179,11 +179,11 @@ pub(crate) fn obligations_of(index: &Index<'_>, b: BundleId) -> Vec<Ob> {
                 origin,
             },
             Req::Gvk(g) => Ob::Gvk { gvk: *g, origin },
-            Req::Constraint { parsed: Ok(_), .. } => Ob::Constraint {
+            Req::Constraint(c) if index.constraints[*c as usize].parsed.is_ok() => Ob::Constraint {
                 cands: Cands::Req(b, r as u32),
                 origin,
             },
-            Req::Constraint { parsed: Err(_), .. } => Ob::Never {
+            Req::Constraint(_) => Ob::Never {
                 why: Cands::Req(b, r as u32),
                 origin,
             },

@@ -24,17 +24,20 @@ pub(super) fn requirement(
         Err(_) => {
             // Constraints follow the package and API requirements in the bundle's list.
             let before = bundle.required_packages().count() + bundle.required_gvks().count();
-            let written = bundle
+            let value = bundle
                 .constraint_values()
-                .nth((r as usize).saturating_sub(before))
-                .map(|v| v.to_string())
-                .unwrap_or_default();
+                .nth((r as usize).saturating_sub(before));
+            let written = value.map(|v| v.to_string()).unwrap_or_default();
             let constraint = match written.char_indices().nth(QUOTED) {
                 Some((cut, _)) => format!("{}...", &written[..cut]),
                 None => written,
             };
             Requirement::Constraint {
-                message: None,
+                message: value
+                    .and_then(|v| v.get("failureMessage"))
+                    .and_then(|m| m.as_str())
+                    .filter(|m| !m.trim().is_empty())
+                    .map(String::from),
                 constraint,
             }
         }

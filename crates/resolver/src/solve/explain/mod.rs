@@ -370,14 +370,14 @@ impl Explainer<'_, '_> {
                             },
                         });
                     }
-                    Req::Constraint {
-                        parsed: Err(error), ..
-                    } => {
-                        cause.problem = Some(Problem::BadConstraint {
-                            error: error.clone(),
-                        });
+                    Req::Constraint(c) => {
+                        if let Err(error) = &ix.constraints[*c as usize].parsed {
+                            cause.problem = Some(Problem::BadConstraint {
+                                error: error.clone(),
+                            });
+                        }
                     }
-                    _ => {}
+                    Req::Gvk(_) => {}
                 }
                 return cause;
             }
@@ -488,8 +488,8 @@ impl Explainer<'_, '_> {
                 range: range.to_string(),
             },
             Req::Gvk(g) => gvk_requirement(ix, *g),
-            Req::Constraint { parsed, .. } => {
-                constraint::requirement(ix.bundle(b).bundle, r, parsed)
+            Req::Constraint(c) => {
+                constraint::requirement(ix.bundle(b).bundle, r, &ix.constraints[*c as usize].parsed)
             }
         };
         match (ob, ob.origin()) {
