@@ -17,11 +17,12 @@ use kube::{
 };
 use serde_json::Value;
 use windlass_api::{Blueprint, FIELD_MANAGER};
+use windlass_bundle::crd::safety as crd_safety;
 use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
 use windlass_catalog_controller::CatalogStore;
 
 use crate::{
-    Error, build, crd_safety, names,
+    Error, build, names,
     plan::{ContentRequest, CrdPolicy, Refusal, Source, Validation},
     revision::{self, RevisionContent},
 };

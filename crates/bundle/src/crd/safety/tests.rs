@@ -4,16 +4,16 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::schema::validate;
+use super::validate::validate;
 use super::{ViolationKind, check, served_versions, stored_versions, summary, versions_to_check};
 
 const ACME_DB_1_0_0: &str =
-    include_str!("../../../../bundles/acme-db/1.0.0/databases.acme.windlass.dev.crd.yaml");
+    include_str!("../../../../../bundles/acme-db/1.0.0/databases.acme.windlass.dev.crd.yaml");
 const ACME_DB_1_1_0: &str =
-    include_str!("../../../../bundles/acme-db/1.1.0/databases.acme.windlass.dev.crd.yaml");
+    include_str!("../../../../../bundles/acme-db/1.1.0/databases.acme.windlass.dev.crd.yaml");
 
 fn yaml(text: &str) -> Value {
-    let mut docs = windlass_bundle::yaml::parse_documents("test.yaml", text)
+    let mut docs = crate::yaml::parse_documents("test.yaml", text)
         .expect("valid YAML")
         .documents;
     assert_eq!(docs.len(), 1);
@@ -255,7 +255,7 @@ fn metadata_is_left_to_the_api_server_except_the_name() {
             "spec": {"type": "object"},
         },
     });
-    let mut validator = super::schema::Validator::new();
+    let mut validator = super::validate::Validator::new();
     let ok = json!({"metadata": {"name": "short", "namespace": "a"}, "spec": {}});
     assert_eq!(validator.validate_object(&schema, &ok), vec![]);
     let long = json!({"metadata": {"name": "too-long"}, "spec": {}});
@@ -270,7 +270,7 @@ fn metadata_is_left_to_the_api_server_except_the_name() {
 /// The keyword table: `tests/data/crd_safety/keywords.yaml`.
 #[test]
 fn keywords_table() {
-    let cases = yaml(include_str!("../../tests/data/crd_safety/keywords.yaml"));
+    let cases = yaml(include_str!("../../../tests/data/crd_safety/keywords.yaml"));
     let cases = cases.as_array().expect("a list of cases");
     assert!(cases.len() > 50, "{} cases", cases.len());
     for case in cases {

@@ -8,16 +8,16 @@
 //!   be valid under the new version's `openAPIV3Schema` ("updated validation is too restrictive").
 //!
 //! Pure code: the caller lists the custom resources and passes them in. The schema validator is
-//! in [`schema`].
+//! in [`validate`].
 
 use std::fmt;
 
 use serde_json::Value;
 
 mod format;
-pub mod schema;
+pub mod validate;
 
-pub use schema::{FieldError, validate};
+pub use validate::{FieldError, validate};
 
 /// Which rule a [`Violation`] breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,7 +131,7 @@ pub fn check(live: &Value, new: &Value, existing: &[Value]) -> Vec<Violation> {
     let versions = versions_to_check(live, new);
     let group = new["spec"]["group"].as_str().unwrap_or_default();
     let kind = new["spec"]["names"]["kind"].as_str();
-    let mut validator = schema::Validator::new();
+    let mut validator = validate::Validator::new();
     for object in existing {
         let Some(version) = object_version(object, group) else {
             continue;
