@@ -83,7 +83,8 @@ pub async fn validate(
                 kept.push(crd.name().to_string())
             }
             // Already what we would write: nothing can break, no need to read every object.
-            CrdPolicy::Apply if build::is_subset(&crd.object["spec"], &live["spec"]) => {}
+            // Keys the new CRD leaves out count as changes: the forced apply removes them.
+            CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {}
             CrdPolicy::Apply => {
                 let versions = crd_safety::versions_to_check(&live, &crd.object);
                 let existing = existing_objects(client, &live, &versions).await?;

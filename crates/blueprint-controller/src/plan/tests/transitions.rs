@@ -186,6 +186,11 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
         version: Some("v1".into()),
         field: Some("spec.replicas".into()),
         message: "must be at most 9".into(),
+        verdict: windlass_bundle::crd::safety::Verdict::Blocks,
+        ratcheted: false,
+        namespace: Some("team-a".into()),
+        old: None,
+        new: None,
     }]);
     let blocked = world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Pending);

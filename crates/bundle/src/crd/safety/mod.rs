@@ -1,260 +1,118 @@
 //! CRD upgrade safety: may a live CustomResourceDefinition be replaced by a new one?
 //!
-//! OLM v0's rules, on plain JSON (`apiextensions.k8s.io/v1`, the new CRD already converted):
-//! - a version listed in the live CRD's `status.storedVersions` must still be in the new
-//!   `spec.versions` (otherwise objects stored in it can no longer be read: data loss);
-//! - `spec.scope` must not change (the API server refuses it anyway; saying why is kinder);
-//! - every existing custom resource whose version is served by both the old and the new CRD must
-//!   be valid under the new version's `openAPIV3Schema` ("updated validation is too restrictive").
+//! Pure code on plain JSON (`apiextensions.k8s.io/v1`, the new CRD already converted): the
+//! caller reads the live CRD and its custom resources and passes them in. [`assess`] runs every
+//! rule below and gives each finding a verdict; [`check`] is the subset the Blueprint controller
+//! enforces today (OLM v0's rules and the existing objects). [`unchanged`] says whether writing
+//! the new CRD changes anything at all (omitted keys count: the forced apply removes them).
 //!
-//! Pure code: the caller lists the custom resources and passes them in. The schema validator is
-//! in [`validate`].
+//! | rule (reason) | what | verdict |
+//! |---|---|---|
+//! | `ScopeChanged` | `spec.scope` differs | blocks |
+//! | `StoredVersionRemoved` | a version in the live `status.storedVersions` is gone | blocks |
+//! | `ServedVersionRemoved` | a served version is no longer served or is gone (not stored) | warns |
+//! | `FieldRemoved` | a property (or map values) no longer in the schema | blocks |
+//! | `TypeChanged` | `type` or int-or-string differs | blocks |
+//! | `RequiredFieldAdded` | a field becomes required (unless it has a default) | blocks |
+//! | `DefaultAdded` / `DefaultChanged` / `DefaultRemoved` | the `default` differs | blocks |
+//! | `EnumValuesRemoved` | enum values removed | blocks |
+//! | `EnumAdded` | an enum on a node that had none | blocks |
+//! | `MaximumTightened` / `MinimumTightened` | bound added, tightened, or made exclusive | blocks |
+//! | `MaxLengthTightened` / `MinLengthTightened` | length bound added or tightened | blocks |
+//! | `MaxItemsTightened` / `MinItemsTightened` | item count bound added or tightened | blocks |
+//! | `MaxPropertiesTightened` / `MinPropertiesTightened` | property count bound added or tightened | blocks |
+//! | `PatternChanged` | `pattern` added or changed (removed: allowed, no finding) | blocks |
+//! | `FormatChanged` | a string `format` added or changed | blocks |
+//! | `MultipleOfChanged` | `multipleOf` added, or changed to one the old step is no multiple of | blocks |
+//! | `NullableRemoved` | `nullable` switched off (stored nulls are dropped on read) | warns |
+//! | `UnknownFieldsNoLongerPreserved` | `x-kubernetes-preserve-unknown-fields` removed | blocks |
+//! | `ListTypeChanged` | list type, list map keys or map type differ | blocks |
+//! | `ValidationRulesChanged` | an `x-kubernetes-validations` rule added or changed | warns |
+//! | `OtherSchemaChange` | any other keyword changes (junctors, embedded resources, ...) | blocks |
+//! | `InvalidExistingObject` | an existing object fails the new schema | blocks |
+//! | `ExistingObjectFailsRule` | an existing object fails a new-schema CEL rule | blocks |
+//! | `ExistingFieldPruned` | a field of an existing object would be pruned (data loss) | blocks |
+//! | `RuleNotEvaluated` | a rule windlass cannot compile or does not implement | warns |
+//!
+//! Loosening changes (a raised maximum, added enum values, a removed pattern) are not findings;
+//! descriptions, titles and examples are ignored. This follows OLM v1 (crdify as
+//! operator-controller configures it) with four deliberate differences: a removed pattern, an
+//! added `nullable` and a required field that has a default are allowed; a removed `nullable`
+//! and new CEL rules only warn, since the existing objects are checked against the rules.
+//!
+//! Schema rules run on every version both CRDs define, old schema against new, and on every
+//! pair of versions the new CRD serves (lower priority against higher, skipped under webhook
+//! conversion). Ratcheting: a problem the live CRD already had does not block. It is reported
+//! with [`Verdict::Warns`] and `ratcheted` set: a served-version pair whose change the live CRD's
+//! same pair already shows, an existing object whose error (or failed rule, or pruned field) it
+//! already has under the live schema.
+//!
+//! Existing objects are checked per version served by both CRDs, each decoded as the API server
+//! will read it ([`decode()`]), then validated ([`validate()`]) and, unless a type, required,
+//! enum, length or count error already stands (as the API server does), run through its
+//! `x-kubernetes-validations` CEL rules. Findings name the object; [`Assessment::for_viewer`] and [`summary_for`] reduce the
+//! objects a reader may not see to counts.
 
-use std::fmt;
+mod cel;
+mod decode;
+mod diff;
+mod finding;
+mod format;
+mod json;
+mod objects;
+mod unchanged;
+pub mod validate;
+mod versions;
 
 use serde_json::Value;
 
-mod format;
-pub mod validate;
+pub use decode::decode;
+pub use finding::{
+    Assessment, HiddenObjects, Verdict, Viewer, Violation, ViolationKind, summary, summary_for,
+};
+pub use unchanged::unchanged;
+pub use validate::{FieldError, FieldErrorKind, validate};
+pub use versions::{served_versions, single_version_crd, stored_versions, versions_to_check};
 
-pub use validate::{FieldError, validate};
-
-/// Which rule a [`Violation`] breaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ViolationKind {
-    /// A version in the live `status.storedVersions` is missing from the new `spec.versions`.
-    StoredVersionRemoved,
-    /// `spec.scope` differs between the live and the new CRD.
-    ScopeChanged,
-    /// An existing custom resource fails the new schema of its version.
-    InvalidExistingObject,
-}
-
-impl ViolationKind {
-    /// CamelCase, usable as a condition or Event reason.
-    pub fn reason(self) -> &'static str {
-        match self {
-            ViolationKind::StoredVersionRemoved => "StoredVersionRemoved",
-            ViolationKind::ScopeChanged => "ScopeChanged",
-            ViolationKind::InvalidExistingObject => "InvalidExistingObject",
-        }
-    }
-}
-
-/// One reason the new CRD must not replace the live one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    /// The CRD's name, for example `databases.acme.windlass.dev`.
-    pub crd: String,
-    pub kind: ViolationKind,
-    /// The custom resource's kind (`Database`), for [`ViolationKind::InvalidExistingObject`].
-    pub object_kind: Option<String>,
-    /// `namespace/name` (or `name` when cluster-scoped) of the custom resource.
-    pub object: Option<String>,
-    /// The API version (`v1`) concerned.
-    pub version: Option<String>,
-    /// Field path inside the custom resource, like `spec.replicas` or `spec.items[0].name`.
-    pub field: Option<String>,
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            ViolationKind::InvalidExistingObject => {
-                write!(
-                    f,
-                    "{}: existing {} {}",
-                    self.crd,
-                    self.object_kind.as_deref().unwrap_or("object"),
-                    self.object.as_deref().unwrap_or("<unnamed>")
-                )?;
-                if let Some(version) = &self.version {
-                    write!(f, " ({version})")?;
-                }
-                write!(
-                    f,
-                    " is invalid under the new schema: {}: {}",
-                    self.field.as_deref().unwrap_or("<root>"),
-                    self.message
-                )
-            }
-            ViolationKind::StoredVersionRemoved | ViolationKind::ScopeChanged => {
-                write!(f, "{}: {}", self.crd, self.message)
-            }
-        }
-    }
-}
-
-/// Every reason replacing `live` with `new` is unsafe; empty when it is safe. `existing` are the
+/// Every finding about replacing `live` with `new`, as `viewer` may see them. `existing` are the
 /// custom resources as read from the API server (their `apiVersion` tells the version); objects
 /// of another group or kind, or of a version not served by both CRDs, are not checked. A `live`
 /// that is not an object (no CRD yet) makes creation, which is always safe.
-pub fn check(live: &Value, new: &Value, existing: &[Value]) -> Vec<Violation> {
-    let crd = crd_name(new, live);
-    let mut violations = Vec::new();
+///
+/// This is the one call for a plan preview: `Assessment::blocks` says whether the upgrade may
+/// go ahead, `Assessment::summary` gives a line for a condition.
+pub fn assess(live: &Value, new: &Value, existing: &[Value], viewer: Viewer<'_>) -> Assessment {
+    Assessment::for_viewer(findings(live, new, existing), viewer)
+}
+
+/// Every finding of [`assess`], unfiltered (a cluster admin's view), in this order: CRD-wide
+/// rules, schema rules, existing objects.
+pub fn findings(live: &Value, new: &Value, existing: &[Value]) -> Vec<Violation> {
     if !live.is_object() {
-        return violations;
+        return Vec::new();
     }
-    let new_versions = defined_versions(new);
-    for stored in stored_versions(live) {
-        if !new_versions.contains(&stored) {
-            violations.push(Violation {
-                crd: crd.clone(),
-                kind: ViolationKind::StoredVersionRemoved,
-                object_kind: None,
-                object: None,
-                version: Some(stored.clone()),
-                field: None,
-                message: format!(
-                    "version {stored} is listed in status.storedVersions but the new definition \
-                     drops it; objects stored as {stored} would become unreadable (migrate them \
-                     and remove {stored} from status.storedVersions first)"
-                ),
-            });
-        }
-    }
-    let (old_scope, new_scope) = (scope(live), scope(new));
-    if old_scope != new_scope {
-        violations.push(Violation {
-            crd: crd.clone(),
-            kind: ViolationKind::ScopeChanged,
-            object_kind: None,
-            object: None,
-            version: None,
-            field: Some("spec.scope".to_string()),
-            message: format!(
-                "scope would change from {old_scope} to {new_scope}; a CRD's scope cannot change"
-            ),
-        });
-    }
-    let versions = versions_to_check(live, new);
-    let group = new["spec"]["group"].as_str().unwrap_or_default();
-    let kind = new["spec"]["names"]["kind"].as_str();
-    let mut validator = validate::Validator::new();
-    for object in existing {
-        let Some(version) = object_version(object, group) else {
-            continue;
-        };
-        if !versions.iter().any(|v| v == version) {
-            continue;
-        }
-        if let (Some(kind), Some(object_kind)) = (kind, object["kind"].as_str())
-            && kind != object_kind
-        {
-            continue;
-        }
-        let Some(schema) = version_schema(new, version) else {
-            continue;
-        };
-        for error in validator.validate_object(schema, object) {
-            violations.push(Violation {
-                crd: crd.clone(),
-                kind: ViolationKind::InvalidExistingObject,
-                object_kind: object["kind"].as_str().or(kind).map(str::to_string),
-                object: Some(object_id(object)),
-                version: Some(version.to_string()),
-                field: Some(error.path).filter(|p| !p.is_empty()),
-                message: error.message,
-            });
-        }
-    }
-    violations
-}
-
-/// Names of the versions with `served: true`, in definition order.
-pub fn served_versions(crd: &Value) -> Vec<String> {
-    versions(crd)
-        .filter(|v| v["served"].as_bool() == Some(true))
-        .filter_map(|v| v["name"].as_str().map(str::to_string))
-        .collect()
-}
-
-/// `status.storedVersions` (empty when the CRD has no status yet).
-pub fn stored_versions(crd: &Value) -> Vec<String> {
-    crd["status"]["storedVersions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect()
-}
-
-/// Versions served by both CRDs, in the new CRD's order: the versions whose existing objects
-/// [`check`] validates.
-pub fn versions_to_check(live: &Value, new: &Value) -> Vec<String> {
-    let old = served_versions(live);
-    served_versions(new)
-        .into_iter()
-        .filter(|v| old.contains(v))
-        .collect()
-}
-
-/// One line for a condition message: the first `max` violations and how many more there are.
-pub fn summary(violations: &[Violation], max: usize) -> String {
-    let mut out = violations
-        .iter()
-        .take(max.max(1))
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    let rest = violations.len().saturating_sub(max.max(1));
-    if rest > 0 {
-        out.push_str(&format!(" (and {rest} more)"));
-    }
+    let crd = versions::crd_name(new, live);
+    let mut out = versions::crd_rules(&crd, live, new);
+    out.extend(versions::schema_rules(&crd, live, new));
+    out.extend(objects::ObjectChecker::default().check(&crd, live, new, existing));
     out
 }
 
-fn versions(crd: &Value) -> impl Iterator<Item = &Value> {
-    crd["spec"]["versions"].as_array().into_iter().flatten()
-}
-
-fn defined_versions(crd: &Value) -> Vec<String> {
-    let mut names: Vec<String> = versions(crd)
-        .filter_map(|v| v["name"].as_str().map(str::to_string))
+/// The blocking findings of OLM v0's rules (stored version removed, scope changed) and of the
+/// existing objects (schema, CEL rules, pruning): what the Blueprint controller refuses an
+/// upgrade for. Empty when the replacement is safe by those rules.
+pub fn check(live: &Value, new: &Value, existing: &[Value]) -> Vec<Violation> {
+    if !live.is_object() {
+        return Vec::new();
+    }
+    let crd = versions::crd_name(new, live);
+    let mut out: Vec<Violation> = versions::crd_rules(&crd, live, new)
+        .into_iter()
+        .filter(|v| v.kind != ViolationKind::ServedVersionRemoved)
         .collect();
-    // apiextensions v1beta1's single `spec.version`, in case a caller passes one unconverted.
-    if let Some(v) = crd["spec"]["version"].as_str() {
-        names.push(v.to_string());
-    }
-    names
-}
-
-fn crd_name(new: &Value, live: &Value) -> String {
-    new["metadata"]["name"]
-        .as_str()
-        .or(live["metadata"]["name"].as_str())
-        .unwrap_or("<unnamed CRD>")
-        .to_string()
-}
-
-fn scope(crd: &Value) -> &str {
-    crd["spec"]["scope"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .unwrap_or("Namespaced")
-}
-
-/// The new CRD's schema of `version`: per-version, or the v1beta1 top-level one.
-fn version_schema<'a>(crd: &'a Value, version: &str) -> Option<&'a Value> {
-    let entry = versions(crd).find(|v| v["name"].as_str() == Some(version))?;
-    let own = &entry["schema"]["openAPIV3Schema"];
-    let shared = &crd["spec"]["validation"]["openAPIV3Schema"];
-    [own, shared].into_iter().find(|s| s.is_object())
-}
-
-/// The version of `object` when its apiVersion is `<group>/<version>`.
-fn object_version<'a>(object: &'a Value, group: &str) -> Option<&'a str> {
-    let (object_group, version) = object["apiVersion"].as_str()?.split_once('/')?;
-    (object_group == group).then_some(version)
-}
-
-fn object_id(object: &Value) -> String {
-    let name = object["metadata"]["name"].as_str().unwrap_or("<unnamed>");
-    match object["metadata"]["namespace"].as_str() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name.to_string(),
-    }
+    out.extend(objects::ObjectChecker::default().check(&crd, live, new, existing));
+    out.retain(Violation::blocks);
+    out
 }
 
 #[cfg(test)]
