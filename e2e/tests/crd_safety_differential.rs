@@ -549,7 +549,7 @@ async fn windlass_crd_safety_verdicts_agree_with_the_api_server() {
         std::env::var("WINDLASS_DIFFERENTIAL_SECONDS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(240),
+            .unwrap_or(180),
     );
     let cases = cases(&root);
     assert!(
