@@ -8,8 +8,8 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use windlass_bundle::FileTree;
-use windlass_bundle::oci::{self, Auth};
-pub use windlass_bundle::oci::{OciError, Pulled, Pushed, RegistryOptions};
+use windlass_oci::{self as oci, Auth};
+pub use windlass_oci::{OciError, Pulled, Pushed, RegistryOptions};
 
 pub async fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled, OciError> {
     oci::pull(reference, options).await

@@ -5,7 +5,8 @@
 //!
 //! Where the API server's behaviour is hard to reproduce exactly (regular-expression dialect,
 //! `date-time` layouts) this validator leans towards accepting: a false alarm would block an
-//! upgrade for nothing. `x-kubernetes-validations` (CEL) rules are not evaluated.
+//! upgrade for nothing. `x-kubernetes-validations` (CEL) rules are evaluated by
+//! [`super::cel`], pruning and defaulting by [`super::decode`].
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -14,13 +15,53 @@ use std::fmt;
 use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
 
+use crate::crd::change::{child, element};
+use crate::crd::schema::{INT_OR_STRING, is_true as flag};
+
+use super::json::{describe, is_integer, is_multiple, json_eq, num_cmp, preview};
+
 /// One reason a value fails its schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {
     /// Kubernetes field path: `spec.replicas`, `spec.items[0]`, `spec.labels[app]`; empty for the
     /// value itself.
     pub path: String,
+    pub kind: FieldErrorKind,
     pub message: String,
+}
+
+/// The kind of a [`FieldError`], as the API server classifies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldErrorKind {
+    /// Wrong type (`TypeInvalid`).
+    Type,
+    /// A required field is missing (`Required`).
+    Required,
+    /// Not one of the enum values (`NotSupported`).
+    Enum,
+    /// Longer than `maxLength` (`TooLong`).
+    TooLong,
+    /// More than `maxItems` or `maxProperties` (`TooMany`).
+    TooMany,
+    /// A key `additionalProperties: false` forbids (`Forbidden`).
+    Forbidden,
+    /// Any other violated constraint (`Invalid`).
+    Invalid,
+}
+
+impl FieldErrorKind {
+    /// The API server does not evaluate `x-kubernetes-validations` rules on an object that
+    /// has one of these errors: the rules would see a shape they were not written for.
+    pub fn skips_rules(self) -> bool {
+        matches!(
+            self,
+            FieldErrorKind::Type
+                | FieldErrorKind::Required
+                | FieldErrorKind::Enum
+                | FieldErrorKind::TooLong
+                | FieldErrorKind::TooMany
+        )
+    }
 }
 
 impl fmt::Display for FieldError {
@@ -78,8 +119,8 @@ impl Validator {
         let Some(s) = schema.as_object() else {
             return;
         };
-        let mut fail = |message: String| errors.push(error(path, message));
-        let int_or_string = flag(s, "x-kubernetes-int-or-string");
+        let mut fail = |kind, message: String| errors.push(error(path, kind, message));
+        let int_or_string = flag(s, INT_OR_STRING);
         let ty = s
             .get("type")
             .and_then(Value::as_str)
@@ -90,40 +131,45 @@ impl Validator {
                 return;
             }
             if int_or_string || ty.is_some() {
-                fail(format!(
-                    "must be of type {}, got null",
-                    if int_or_string {
-                        "integer or string"
-                    } else {
-                        ty.unwrap_or_default()
-                    }
-                ));
+                fail(
+                    FieldErrorKind::Type,
+                    format!(
+                        "must be of type {}, got null",
+                        if int_or_string {
+                            "integer or string"
+                        } else {
+                            ty.unwrap_or_default()
+                        }
+                    ),
+                );
                 return;
             }
         }
         if int_or_string {
             if !(is_integer(value) || value.is_string()) {
-                fail(format!(
-                    "must be an integer or a string, got {}",
-                    describe(value)
-                ));
+                fail(
+                    FieldErrorKind::Type,
+                    format!("must be an integer or a string, got {}", describe(value)),
+                );
                 return;
             }
         } else if let Some(ty) = ty
             && !type_matches(ty, value)
         {
-            fail(format!("must be of type {ty}, got {}", describe(value)));
+            fail(
+                FieldErrorKind::Type,
+                format!("must be of type {ty}, got {}", describe(value)),
+            );
             return;
         }
         if let Some(allowed) = s.get("enum").and_then(Value::as_array)
             && !allowed.iter().any(|a| json_eq(a, value))
         {
             let list: Vec<String> = allowed.iter().map(preview).collect();
-            fail(format!(
-                "must be one of {}, got {}",
-                list.join(", "),
-                preview(value)
-            ));
+            fail(
+                FieldErrorKind::Enum,
+                format!("must be one of {}, got {}", list.join(", "), preview(value)),
+            );
         }
         match value {
             Value::Number(_) => number_checks(s, value, &mut fail),
@@ -132,7 +178,7 @@ impl Validator {
                 count_checks(s, items.len(), "minItems", "maxItems", "items", &mut fail);
                 if let Some(item_schema) = s.get("items").filter(|i| i.is_object()) {
                     for (i, item) in items.iter().enumerate() {
-                        let item_path = format!("{path}[{i}]");
+                        let item_path = element(path, &i.to_string());
                         self.walk(item_schema, item, &item_path, false, errors);
                     }
                 }
@@ -152,7 +198,7 @@ impl Validator {
         resource: bool,
         errors: &mut Vec<FieldError>,
     ) {
-        let mut fail = |message: String| errors.push(error(path, message));
+        let mut fail = |kind, message: String| errors.push(error(path, kind, message));
         count_checks(
             s,
             map.len(),
@@ -171,7 +217,8 @@ impl Validator {
                     .is_none_or(str::is_empty)
                 {
                     errors.push(error(
-                        &field(path, key),
+                        &child(path, key),
+                        FieldErrorKind::Required,
                         "is required (embedded resource)".into(),
                     ));
                 }
@@ -193,59 +240,84 @@ impl Validator {
                 .and_then(|p| p.get(key))
                 .is_some_and(|p| p.get("default").is_some());
             if !defaulted {
-                errors.push(error(&field(path, key), "is required".into()));
+                errors.push(error(
+                    &child(path, key),
+                    FieldErrorKind::Required,
+                    "is required".into(),
+                ));
             }
         }
-        for (key, child) in map {
-            let child_path = field(path, key);
+        let forbids_others = s.get("additionalProperties") == Some(&Value::Bool(false));
+        for (key, value) in map {
+            let child_path = child(path, key);
             if let Some(child_schema) = properties.and_then(|p| p.get(key)) {
                 if resource && key == "metadata" {
                     let name_schema = &child_schema["properties"]["name"];
-                    if let Some(name) = child.get("name") {
-                        let name_path = field(&child_path, "name");
+                    if let Some(name) = value.get("name") {
+                        let name_path = child(&child_path, "name");
                         self.walk(name_schema, name, &name_path, false, errors);
                     }
                 } else {
-                    self.walk(child_schema, child, &child_path, false, errors);
+                    self.walk(child_schema, value, &child_path, false, errors);
                 }
             } else if let Some(extra) = s.get("additionalProperties").filter(|a| a.is_object()) {
-                self.walk(extra, child, &format!("{path}[{key}]"), false, errors);
+                self.walk(extra, value, &element(path, key), false, errors);
+            } else if forbids_others && !(resource && RESOURCE_FIELDS.contains(&key.as_str())) {
+                // Pruning keeps such a key (it knows no schema to prune by); validation refuses it.
+                errors.push(error(
+                    &child_path,
+                    FieldErrorKind::Forbidden,
+                    "is a forbidden property (additionalProperties: false)".into(),
+                ));
             }
         }
     }
 
-    fn string_checks(&mut self, s: &Map<String, Value>, text: &str, fail: &mut impl FnMut(String)) {
+    fn string_checks(
+        &mut self,
+        s: &Map<String, Value>,
+        text: &str,
+        fail: &mut impl FnMut(FieldErrorKind, String),
+    ) {
         let length = text.chars().count();
         if let Some(min) = uint(s, "minLength")
             && (length as u64) < min
         {
-            fail(format!(
-                "must be at least {min} characters long, got {length}"
-            ));
+            fail(
+                FieldErrorKind::Invalid,
+                format!("must be at least {min} characters long, got {length}"),
+            );
         }
         if let Some(max) = uint(s, "maxLength")
             && (length as u64) > max
         {
-            fail(format!(
-                "must be at most {max} characters long, got {length}"
-            ));
+            fail(
+                FieldErrorKind::TooLong,
+                format!("must be at most {max} characters long, got {length}"),
+            );
         }
         if let Some(pattern) = s.get("pattern").and_then(Value::as_str)
             && let Some(re) = self.regex(pattern)
             && !re.is_match(text)
         {
-            fail(format!(
-                "must match the pattern {pattern}, got {}",
-                preview(&Value::String(text.into()))
-            ));
+            fail(
+                FieldErrorKind::Invalid,
+                format!(
+                    "must match the pattern {pattern}, got {}",
+                    preview(&Value::String(text.into()))
+                ),
+            );
         }
         if let Some(format) = s.get("format").and_then(Value::as_str)
             && let Some(false) = super::format::check(format, text)
         {
-            fail(format!(
-                "must be a valid {format}, got {}",
-                preview(&Value::String(text.into()))
-            ));
+            fail(
+                FieldErrorKind::Invalid,
+                format!(
+                    "must be a valid {format}, got {}",
+                    preview(&Value::String(text.into()))
+                ),
+            );
         }
     }
 
@@ -277,6 +349,7 @@ impl Validator {
             if !matched {
                 errors.push(error(
                     path,
+                    FieldErrorKind::Invalid,
                     format!(
                         "must match at least one of the anyOf schemas ({})",
                         join(&first)
@@ -293,6 +366,7 @@ impl Validator {
             if matches != 1 {
                 errors.push(error(
                     path,
+                    FieldErrorKind::Invalid,
                     format!("must match exactly one of the oneOf schemas, matches {matches}"),
                 ));
             }
@@ -300,7 +374,11 @@ impl Validator {
         if let Some(not) = s.get("not").filter(|n| n.is_object())
             && self.sub_errors(not, value, path, resource).is_empty()
         {
-            errors.push(error(path, "must not match the schema in not".into()));
+            errors.push(error(
+                path,
+                FieldErrorKind::Invalid,
+                "must not match the schema in not".into(),
+            ));
         }
     }
 
@@ -332,28 +410,47 @@ impl Validator {
     }
 }
 
-fn number_checks(s: &Map<String, Value>, value: &Value, fail: &mut impl FnMut(String)) {
+fn number_checks(
+    s: &Map<String, Value>,
+    value: &Value,
+    fail: &mut impl FnMut(FieldErrorKind, String),
+) {
     let exclusive = |key| flag(s, key);
     if let Some(max) = s.get("maximum").filter(|m| m.is_number()) {
         let order = num_cmp(value, max);
         if exclusive("exclusiveMaximum") && order != Some(Ordering::Less) {
-            fail(format!("must be < {max}, got {value}"));
+            fail(
+                FieldErrorKind::Invalid,
+                format!("must be < {max}, got {value}"),
+            );
         } else if order == Some(Ordering::Greater) {
-            fail(format!("must be <= {max}, got {value}"));
+            fail(
+                FieldErrorKind::Invalid,
+                format!("must be <= {max}, got {value}"),
+            );
         }
     }
     if let Some(min) = s.get("minimum").filter(|m| m.is_number()) {
         let order = num_cmp(value, min);
         if exclusive("exclusiveMinimum") && order != Some(Ordering::Greater) {
-            fail(format!("must be > {min}, got {value}"));
+            fail(
+                FieldErrorKind::Invalid,
+                format!("must be > {min}, got {value}"),
+            );
         } else if order == Some(Ordering::Less) {
-            fail(format!("must be >= {min}, got {value}"));
+            fail(
+                FieldErrorKind::Invalid,
+                format!("must be >= {min}, got {value}"),
+            );
         }
     }
     if let Some(step) = s.get("multipleOf").filter(|m| m.is_number())
         && !is_multiple(value, step)
     {
-        fail(format!("must be a multiple of {step}, got {value}"));
+        fail(
+            FieldErrorKind::Invalid,
+            format!("must be a multiple of {step}, got {value}"),
+        );
     }
 }
 
@@ -363,18 +460,24 @@ fn count_checks(
     min_key: &str,
     max_key: &str,
     what: &str,
-    fail: &mut impl FnMut(String),
+    fail: &mut impl FnMut(FieldErrorKind, String),
 ) {
     let count = count as u64;
     if let Some(min) = uint(s, min_key)
         && count < min
     {
-        fail(format!("must have at least {min} {what}, got {count}"));
+        fail(
+            FieldErrorKind::Invalid,
+            format!("must have at least {min} {what}, got {count}"),
+        );
     }
     if let Some(max) = uint(s, max_key)
         && count > max
     {
-        fail(format!("must have at most {max} {what}, got {count}"));
+        fail(
+            FieldErrorKind::TooMany,
+            format!("must have at most {max} {what}, got {count}"),
+        );
     }
 }
 
@@ -390,7 +493,8 @@ fn list_type_checks(
             for (i, item) in items.iter().enumerate() {
                 if items[..i].iter().any(|earlier| json_eq(earlier, item)) {
                     errors.push(error(
-                        &format!("{path}[{i}]"),
+                        &element(path, &i.to_string()),
+                        FieldErrorKind::Invalid,
                         format!("duplicate value {} in a list of type set", preview(item)),
                     ));
                 }
@@ -422,7 +526,8 @@ fn list_type_checks(
                         .map(|(k, v)| format!("{k}={}", preview(v)))
                         .collect();
                     errors.push(error(
-                        &format!("{path}[{i}]"),
+                        &element(path, &i.to_string()),
+                        FieldErrorKind::Invalid,
                         format!(
                             "duplicate entry with key {} in a list of type map",
                             shown.join(",")
@@ -442,20 +547,16 @@ fn schemas<'a>(s: &'a Map<String, Value>, key: &str) -> Vec<&'a Value> {
         .unwrap_or_default()
 }
 
-fn error(path: &str, message: String) -> FieldError {
+fn error(path: &str, kind: FieldErrorKind, message: String) -> FieldError {
     FieldError {
         path: path.to_string(),
+        kind,
         message,
     }
 }
 
-fn field(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
-}
+/// A resource's own fields, which `additionalProperties: false` does not forbid.
+const RESOURCE_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
 
 fn join(errors: &[FieldError]) -> String {
     let mut shown: Vec<String> = errors.iter().take(3).map(ToString::to_string).collect();
@@ -463,10 +564,6 @@ fn join(errors: &[FieldError]) -> String {
         shown.push(format!("and {} more", errors.len() - 3));
     }
     shown.join("; ")
-}
-
-fn flag(s: &Map<String, Value>, key: &str) -> bool {
-    s.get(key).and_then(Value::as_bool) == Some(true)
 }
 
 fn uint(s: &Map<String, Value>, key: &str) -> Option<u64> {
@@ -485,95 +582,5 @@ fn type_matches(ty: &str, value: &Value) -> bool {
         "number" => value.is_number(),
         // Not a structural type: the API server refused the CRD; no verdict here.
         _ => true,
-    }
-}
-
-fn is_integer(value: &Value) -> bool {
-    value.is_i64()
-        || value.is_u64()
-        || value
-            .as_f64()
-            .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
-}
-
-fn describe(value: &Value) -> String {
-    let kind = match value {
-        Value::Null => return "null".into(),
-        Value::Bool(_) => "boolean",
-        Value::Number(_) if is_integer(value) => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => return "array".into(),
-        Value::Object(_) => return "object".into(),
-    };
-    format!("{kind} {}", preview(value))
-}
-
-/// The value as JSON, cut short for messages.
-fn preview(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() <= 64 {
-        text
-    } else {
-        format!("{}...", text.chars().take(61).collect::<String>())
-    }
-}
-
-enum Num {
-    Int(i128),
-    Float(f64),
-}
-
-fn num(value: &Value) -> Option<Num> {
-    if let Some(i) = value.as_i64() {
-        Some(Num::Int(i.into()))
-    } else if let Some(u) = value.as_u64() {
-        Some(Num::Int(u.into()))
-    } else {
-        value.as_f64().map(Num::Float)
-    }
-}
-
-fn num_cmp(a: &Value, b: &Value) -> Option<Ordering> {
-    match (num(a)?, num(b)?) {
-        (Num::Int(x), Num::Int(y)) => Some(x.cmp(&y)),
-        (Num::Int(x), Num::Float(y)) => (x as f64).partial_cmp(&y),
-        (Num::Float(x), Num::Int(y)) => x.partial_cmp(&(y as f64)),
-        (Num::Float(x), Num::Float(y)) => x.partial_cmp(&y),
-    }
-}
-
-fn is_multiple(value: &Value, step: &Value) -> bool {
-    match (num(value), num(step)) {
-        (Some(Num::Int(v)), Some(Num::Int(s))) if s > 0 => v % s == 0,
-        (Some(v), Some(s)) => {
-            let as_f = |n: Num| match n {
-                Num::Int(i) => i as f64,
-                Num::Float(f) => f,
-            };
-            let (v, s) = (as_f(v), as_f(s));
-            if s <= 0.0 || !s.is_finite() || !v.is_finite() {
-                return true;
-            }
-            let q = v / s;
-            (q - q.round()).abs() <= 1e-9 * q.abs().max(1.0)
-        }
-        _ => true,
-    }
-}
-
-/// JSON equality with numbers compared by value (`1` equals `1.0`).
-fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(_), Value::Number(_)) => num_cmp(a, b) == Some(Ordering::Equal),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|other| json_eq(v, other)))
-        }
-        _ => a == b,
     }
 }

@@ -1,19 +1,27 @@
 //! The rules of [`super::check`] on the built-in catalog's acme-db CRDs and on small synthetic
-//! ones, and the validator keyword by keyword.
+//! ones, and the validator keyword by keyword. The other rules are tested in `tests/`.
+
+mod cel_rules;
+mod pruning;
+mod schema_rules;
+mod unchanged;
+mod viewer;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::schema::validate;
-use super::{ViolationKind, check, served_versions, stored_versions, summary, versions_to_check};
+use super::validate::validate;
+use super::{
+    ViolationKind, check, findings, served_versions, stored_versions, summary, versions_to_check,
+};
 
 const ACME_DB_1_0_0: &str =
-    include_str!("../../../../bundles/acme-db/1.0.0/databases.acme.windlass.dev.crd.yaml");
+    include_str!("../../../../../bundles/acme-db/1.0.0/databases.acme.windlass.dev.crd.yaml");
 const ACME_DB_1_1_0: &str =
-    include_str!("../../../../bundles/acme-db/1.1.0/databases.acme.windlass.dev.crd.yaml");
+    include_str!("../../../../../bundles/acme-db/1.1.0/databases.acme.windlass.dev.crd.yaml");
 
-fn yaml(text: &str) -> Value {
-    let mut docs = windlass_bundle::yaml::parse_documents("test.yaml", text)
+pub(super) fn yaml(text: &str) -> Value {
+    let mut docs = crate::yaml::parse_documents("test.yaml", text)
         .expect("valid YAML")
         .documents;
     assert_eq!(docs.len(), 1);
@@ -84,7 +92,7 @@ fn a_tighter_maximum_names_the_object_and_the_field() {
 }
 
 #[test]
-fn every_error_of_every_object_is_reported() {
+fn every_error_of_every_object_is_reported_and_old_ones_do_not_block() {
     let live = live_acme_db();
     let new = yaml(ACME_DB_1_1_0);
     let bad = json!({
@@ -97,23 +105,31 @@ fn every_error_of_every_object_is_reported() {
         database("v1", "a", bad.clone()),
         database("v1", "b", json!({"replicas": 0})),
     ];
-    let found: Vec<(String, String)> = check(&live, &new, &existing)
+    let found: Vec<(String, String, bool)> = findings(&live, &new, &existing)
         .into_iter()
-        .map(|v| (v.object.unwrap(), v.field.unwrap()))
+        .filter(|v| v.kind == ViolationKind::InvalidExistingObject)
+        .map(|v| (v.object.unwrap(), v.field.unwrap(), v.ratcheted))
         .collect();
+    // Only tls is new in 1.1.0: the other errors are the same under 1.0.0, so they are
+    // ratcheted and only tls blocks.
     let expected = [
-        ("team-a/a", "spec.engine"),
-        ("team-a/a", "spec.replicas"),
-        ("team-a/a", "spec.storage.size"),
-        ("team-a/a", "spec.tls.enabled"),
-        ("team-a/b", "spec.engine"),
-        ("team-a/b", "spec.replicas"),
+        ("team-a/a", "spec.engine", true),
+        ("team-a/a", "spec.replicas", true),
+        ("team-a/a", "spec.storage.size", true),
+        ("team-a/a", "spec.tls.enabled", false),
+        ("team-a/b", "spec.engine", true),
+        ("team-a/b", "spec.replicas", true),
     ];
-    let expected: Vec<(String, String)> = expected
+    let expected: Vec<(String, String, bool)> = expected
         .iter()
-        .map(|(o, f)| (o.to_string(), f.to_string()))
+        .map(|(o, f, r)| (o.to_string(), f.to_string(), *r))
         .collect();
     assert_eq!(found, expected);
+    let blocking: Vec<String> = check(&live, &new, &existing)
+        .into_iter()
+        .map(|v| v.field.unwrap())
+        .collect();
+    assert_eq!(blocking, ["spec.tls.enabled"]);
 }
 
 #[test]
@@ -142,14 +158,22 @@ fn rules_table() {
     );
     let cases: Vec<Case> = vec![
         (
-            "same CRD",
+            "same CRD: an object that is already invalid does not block",
             &live,
             &live,
             vec![invalid.clone()],
-            vec![
-                ViolationKind::InvalidExistingObject,
-                ViolationKind::InvalidExistingObject,
-            ],
+            vec![],
+        ),
+        (
+            "an object invalid only under the new CRD blocks",
+            &live,
+            &new,
+            vec![database(
+                "v1",
+                "orders",
+                json!({"engine": "mysql", "tls": {"enabled": 1}}),
+            )],
+            vec![ViolationKind::InvalidExistingObject],
         ),
         (
             "no live CRD: creation",
@@ -255,7 +279,7 @@ fn metadata_is_left_to_the_api_server_except_the_name() {
             "spec": {"type": "object"},
         },
     });
-    let mut validator = super::schema::Validator::new();
+    let mut validator = super::validate::Validator::new();
     let ok = json!({"metadata": {"name": "short", "namespace": "a"}, "spec": {}});
     assert_eq!(validator.validate_object(&schema, &ok), vec![]);
     let long = json!({"metadata": {"name": "too-long"}, "spec": {}});
@@ -270,7 +294,7 @@ fn metadata_is_left_to_the_api_server_except_the_name() {
 /// The keyword table: `tests/data/crd_safety/keywords.yaml`.
 #[test]
 fn keywords_table() {
-    let cases = yaml(include_str!("../../tests/data/crd_safety/keywords.yaml"));
+    let cases = yaml(include_str!("../../../tests/data/crd_safety/keywords.yaml"));
     let cases = cases.as_array().expect("a list of cases");
     assert!(cases.len() > 50, "{} cases", cases.len());
     for case in cases {
