@@ -13,6 +13,7 @@ mod catalog_sources;
 mod control_plane;
 mod corpus_installs;
 mod csv_controller;
+mod examples;
 mod helm_chart;
 mod leader_election;
 mod legacy_crds;
