@@ -45,11 +45,14 @@ demo: ## Local control plane + manager + built-in catalog: install, upgrade, aut
 unit: ## Unit and library tests (no cluster needed)
 	$(CARGO) test --workspace --exclude windlass-e2e
 
+# `make e2e E2E_MODULES="examples helm_chart"` runs some modules of e2e/tests/e2e only.
+E2E_MODULES ?=
+
 .PHONY: e2e
 e2e: ## End-to-end tests against the local control plane (starts it and the manager if needed)
 	$(E2E)/prerequisites.sh test
 	$(CARGO) build -p windlass
-	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass $(E2E)/with-cluster.sh $(CARGO) test --no-fail-fast -p windlass-e2e -- --test-threads=4
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass CARGO=$(CARGO) $(E2E)/with-cluster.sh $(E2E)/e2e-tests.sh $(E2E_MODULES)
 
 .PHONY: build
 build: ## Build every crate, test and benchmark

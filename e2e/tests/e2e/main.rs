@@ -2,9 +2,11 @@
 //! (`make e2e` starts it and the manager). One binary rather than one per area because each
 //! links kube and the controllers, and linking is most of an incremental build.
 //!
-//! Tests run in parallel (`--test-threads=4` under `make e2e`), each in its own namespace; they
-//! tolerate one another, including the short manager outages `manager_kills` causes. Run one area
-//! with `cargo test -p windlass-e2e -- lifecycle_rollback::`.
+//! Each test works in its own namespace. `make e2e` (`e2e/scripts/e2e-tests.sh`) runs the modules
+//! one after another and each module's tests in parallel, as when they were separate binaries:
+//! `manager_kills` restarts the shared manager, and some tests count polls or writes in a time
+//! window. Run one area with `make e2e E2E_MODULES=lifecycle_rollback`, or with the cluster and
+//! manager up, `cargo test -p windlass-e2e --test e2e -- lifecycle_rollback::`.
 
 mod common;
 
