@@ -55,7 +55,13 @@ pub async fn load_or_create(client: &Client, namespace: &str) -> Result<SealKey,
         metadata: ObjectMeta {
             name: Some(name.into()),
             namespace: Some(namespace.into()),
-            labels: Some([(labels::MANAGED_BY.to_string(), labels::MANAGED_BY_VALUE.to_string())].into()),
+            labels: Some(
+                [(
+                    labels::MANAGED_BY.to_string(),
+                    labels::MANAGED_BY_VALUE.to_string(),
+                )]
+                .into(),
+            ),
             ..ObjectMeta::default()
         },
         type_: Some(seal::KEY_SECRET_TYPE.into()),

@@ -22,7 +22,9 @@ pub enum CodecError {
     TooLarge { bytes: usize, limit: usize },
     #[error("data is not valid gzip (corrupt or truncated): {0}")]
     Decompress(std::io::Error),
-    #[error("decompressed content is larger than {limit} bytes; refused (corrupt data or a gzip bomb)")]
+    #[error(
+        "decompressed content is larger than {limit} bytes; refused (corrupt data or a gzip bomb)"
+    )]
     DecompressedTooLarge { limit: u64 },
     #[error("decompressed data is not the expected document: {0}")]
     Deserialize(serde_json::Error),

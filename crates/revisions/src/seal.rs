@@ -23,9 +23,9 @@ impl std::fmt::Debug for SealKey {
 
 impl SealKey {
     pub fn from_bytes(bytes: &[u8]) -> Result<SealKey, SealError> {
-        let key: [u8; KEY_BYTES] = bytes.try_into().map_err(|_| SealError::KeyLength {
-            found: bytes.len(),
-        })?;
+        let key: [u8; KEY_BYTES] = bytes
+            .try_into()
+            .map_err(|_| SealError::KeyLength { found: bytes.len() })?;
         Ok(SealKey(key))
     }
 
@@ -66,7 +66,9 @@ pub enum SealError {
     Missing,
     #[error("the seal is not valid hex")]
     Malformed,
-    #[error("the seal does not match: the content was changed, moved or not written by this windlass")]
+    #[error(
+        "the seal does not match: the content was changed, moved or not written by this windlass"
+    )]
     Mismatch,
 }
 
@@ -156,11 +158,19 @@ mod tests {
             "copied to another owner"
         );
         assert_eq!(
-            verify(&key(1), &subject(3), &[b"manifests", b"config!"], Some(&sealed)),
+            verify(
+                &key(1),
+                &subject(3),
+                &[b"manifests", b"config!"],
+                Some(&sealed)
+            ),
             Err(SealError::Mismatch),
             "edited"
         );
-        assert_eq!(verify(&key(1), &subject(3), content, None), Err(SealError::Missing));
+        assert_eq!(
+            verify(&key(1), &subject(3), content, None),
+            Err(SealError::Missing)
+        );
         assert_eq!(
             verify(&key(1), &subject(3), content, Some("zz")),
             Err(SealError::Malformed)

@@ -166,7 +166,12 @@ fn crd_wide_rules() {
     stored["status"]["storedVersions"] = json!(["v1alpha1", "v1"]);
     let mut cluster = live.clone();
     cluster["spec"]["scope"] = json!("Cluster");
-    type Case<'a> = (&'a str, &'a Value, &'a Value, &'a [(ViolationKind, Verdict)]);
+    type Case<'a> = (
+        &'a str,
+        &'a Value,
+        &'a Value,
+        &'a [(ViolationKind, Verdict)],
+    );
     let cases: [Case; 5] = [
         ("nothing changes", &live, &live, &[]),
         (

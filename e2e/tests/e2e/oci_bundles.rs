@@ -2,24 +2,12 @@
 //! image (skopeo reads its manifest and bundle labels), and pulling it back gives the same
 //! files and the same bundle.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use windlass_bundle::metadata::keys;
 use windlass_bundle::{Limits, from_files, load::read_source, pack::bundle_layout_tree};
 use windlass_oci::{self as oci, RegistryOptions};
 use windlass_testkit::{run_ok, unique_name};
-
-fn corpus() -> PathBuf {
-    let root = std::env::var("WINDLASS_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"));
-    assert!(
-        root.is_dir(),
-        "corpus not found at {} (set WINDLASS_CORPUS)",
-        root.display()
-    );
-    root.join("operatorhub")
-}
 
 fn options() -> RegistryOptions {
     RegistryOptions {
@@ -92,12 +80,18 @@ async fn round_trip(folder: &Path, expected_package: &str) {
 
 #[tokio::test]
 async fn a_bundle_layout_corpus_bundle_round_trips_through_the_registry() {
-    round_trip(&corpus().join("flux/0.16.1"), "flux").await;
+    let Some(corpus) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
+    round_trip(&corpus.join("flux/0.16.1"), "flux").await;
 }
 
 #[tokio::test]
 async fn a_package_manifest_version_folder_is_pushed_in_bundle_layout() {
-    round_trip(&corpus().join("etcd/0.9.4"), "etcd").await;
+    let Some(corpus) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
+    round_trip(&corpus.join("etcd/0.9.4"), "etcd").await;
 }
 
 #[tokio::test]
@@ -111,9 +105,12 @@ async fn pulling_a_tag_that_does_not_exist_says_not_found() {
 #[tokio::test]
 async fn a_catalog_pushed_as_an_image_reads_back_as_the_same_catalog() {
     use windlass_catalog::fbc::{CONFIGS_LABEL, image_tree, read_tree};
+    let Some(corpus) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
     let registry = windlass_testkit::registry();
     let reference = format!("{}:latest", registry.unique_repository("e2e/catalog"));
-    let catalog = windlass_catalog::load_catalog(&corpus().join("etcd")).unwrap();
+    let catalog = windlass_catalog::load_catalog(&corpus.join("etcd")).unwrap();
     let labels = [(CONFIGS_LABEL.to_string(), "/configs".to_string())].into();
     let pushed = oci::push_image(
         &image_tree(&catalog).unwrap(),

@@ -1,4 +1,4 @@
-//! Helpers of the legacy CRD tests (`tests/legacy_crds.rs`) that ask the real API server through
+//! Helpers of the legacy CRD tests (`legacy_crds.rs`) that ask the real API server through
 //! kubectl: dry-run creates, test CRDs under a renamed group that are waited for and deleted
 //! again, and what a round trip through the API server lost.
 

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
-use windlass_api::{ConditionStatus, Subscription};
+use windlass_api::{
+    ConditionStatus, Subscription, blueprint::BlueprintPhase, catalog::CatalogPhase,
+    subscription::SubscriptionState,
+};
 use windlass_testkit::{
     TestNamespace,
     catalogs::{TestCatalog, phase as catalog_phase, publish},
@@ -16,12 +19,8 @@ use windlass_testkit::{
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
-fn state(sub: &Subscription) -> String {
-    sub.status
-        .as_ref()
-        .and_then(|s| s.state)
-        .map(|s| format!("{s:?}"))
-        .unwrap_or_default()
+fn state(sub: &Subscription) -> Option<SubscriptionState> {
+    sub.status.as_ref().and_then(|s| s.state)
 }
 
 /// The manager's completed writes to objects in `namespace`, from the apiserver's audit log.
@@ -53,7 +52,7 @@ async fn a_settled_subscription_makes_no_writes() {
     )
     .await;
     wait_subscription(&client, &ns.name, "db", "AtLatestKnown", TIMEOUT, |s| {
-        state(s) == "AtLatestKnown"
+        state(s) == Some(SubscriptionState::AtLatestKnown)
     })
     .await;
     // Let the last status writes and Events land in the audit log.
@@ -77,7 +76,9 @@ async fn an_unreachable_catalog_is_named_on_its_subscriptions() {
     let test_catalog = TestCatalog::create(&client, "down", std::slice::from_ref(&image)).await;
     let catalog = test_catalog.name.clone();
     test_catalog
-        .wait("Serving", |c| catalog_phase(c) == "Serving")
+        .wait("Serving", |c| {
+            catalog_phase(c) == Some(CatalogPhase::Serving)
+        })
         .await;
     subscribe(
         &client,
@@ -87,7 +88,7 @@ async fn an_unreachable_catalog_is_named_on_its_subscriptions() {
     )
     .await;
     wait_blueprint(&client, &ns.name, "db", "1.0.0 Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.0")
     })
     .await;
     let healthy = |s: &Subscription| {
@@ -125,6 +126,10 @@ async fn an_unreachable_catalog_is_named_on_its_subscriptions() {
         "{}",
         unhealthy.message
     );
-    assert_eq!(state(&sub), "AtLatestKnown", "what runs keeps running");
+    assert_eq!(
+        state(&sub),
+        Some(SubscriptionState::AtLatestKnown),
+        "what runs keeps running"
+    );
     assert_eq!(status.installed_csv.as_deref(), Some("acme-db.v1.0.0"));
 }

@@ -9,7 +9,11 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use serde_json::json;
-use windlass_api::{Blueprint, ClusterServiceVersion, ConditionStatus, blueprint::RevisionOutcome};
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, ConditionStatus, CsvPhase,
+    blueprint::{BlueprintPhase, RevisionOutcome},
+    subscription::SubscriptionState,
+};
 use windlass_testkit::{
     TestNamespace,
     lifecycle::{condition, is_at, phase, subscribe, wait_blueprint, wait_subscription},
@@ -32,12 +36,8 @@ fn windlass() -> Command {
     command
 }
 
-fn state(sub: &windlass_api::Subscription) -> String {
-    sub.status
-        .as_ref()
-        .and_then(|s| s.state)
-        .map(|s| format!("{s:?}"))
-        .unwrap_or_default()
+fn state(sub: &windlass_api::Subscription) -> Option<SubscriptionState> {
+    sub.status.as_ref().and_then(|s| s.state)
 }
 
 /// Given acme-db 1.1.0 running on channel stable, when windlass upgrades to the broken 1.1.1
@@ -72,7 +72,7 @@ async fn a_failed_upgrade_rolls_back_by_itself_and_is_not_retried() {
         "db",
         "RolledBack to 1.1.0",
         TIMEOUT,
-        |b| is_at(b, "RolledBack", "1.1.0"),
+        |b| is_at(b, BlueprintPhase::RolledBack, "1.1.0"),
     )
     .await;
     println!(
@@ -95,7 +95,7 @@ async fn a_failed_upgrade_rolls_back_by_itself_and_is_not_retried() {
     assert_eq!(status.history[0].outcome, RevisionOutcome::Completed);
 
     let sub = wait_subscription(&client, &ns.name, "db", "RolledBack", TIMEOUT, |s| {
-        state(s) == "RolledBack"
+        state(s) == Some(SubscriptionState::RolledBack)
     })
     .await;
     assert_eq!(
@@ -111,7 +111,7 @@ async fn a_failed_upgrade_rolls_back_by_itself_and_is_not_retried() {
         .await
         .unwrap();
     assert_eq!(later.spec.revision, revision, "no new revision started");
-    assert_eq!(phase(&later), "RolledBack");
+    assert_eq!(phase(&later), Some(BlueprintPhase::RolledBack));
     let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
     assert!(
         csvs.get_opt("acme-db.v1.1.1").await.unwrap().is_none(),
@@ -119,12 +119,8 @@ async fn a_failed_upgrade_rolls_back_by_itself_and_is_not_retried() {
     );
     let running = csvs.get("acme-db.v1.1.0").await.unwrap();
     assert_eq!(
-        running
-            .status
-            .and_then(|s| s.phase)
-            .map(|p| format!("{p:?}"))
-            .as_deref(),
-        Some("Succeeded")
+        running.status.and_then(|s| s.phase),
+        Some(CsvPhase::Succeeded)
     );
 }
 
@@ -151,7 +147,7 @@ async fn manual_rollback_through_the_blueprint_and_the_cli() {
     )
     .await;
     let blueprint = wait_blueprint(&client, &ns.name, "db", "1.0.1 Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.1")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.1")
     })
     .await;
     assert_eq!(
@@ -170,7 +166,7 @@ async fn manual_rollback_through_the_blueprint_and_the_cli() {
         .await
         .unwrap();
     wait_blueprint(&client, &ns.name, "db", "back at 1.0.0", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.0")
     })
     .await;
     let sub = wait_subscription(&client, &ns.name, "db", "TargetPinned", TIMEOUT, |s| {
@@ -201,7 +197,7 @@ async fn manual_rollback_through_the_blueprint_and_the_cli() {
     // Hand it back: the channel brings 1.0.1 again.
     run_ok(windlass().args(["resume", "db", "-n", &ns.name]));
     wait_blueprint(&client, &ns.name, "db", "1.0.1 again", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.1")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.1")
     })
     .await;
 
@@ -217,7 +213,7 @@ async fn manual_rollback_through_the_blueprint_and_the_cli() {
     ]));
     assert!(out.contains("acme-db.v1.0.0"), "{out}");
     let blueprint = wait_blueprint(&client, &ns.name, "db", "1.0.0 via the CLI", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.0")
     })
     .await;
     assert!(
@@ -246,7 +242,7 @@ async fn a_rollback_across_a_minor_version_is_refused_unless_forced() {
     )
     .await;
     wait_blueprint(&client, &ns.name, "db", "1.1.0 Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.1.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.1.0")
     })
     .await;
 
@@ -299,7 +295,7 @@ async fn a_rollback_across_a_minor_version_is_refused_unless_forced() {
         "180",
     ]));
     let blueprint = wait_blueprint(&client, &ns.name, "db", "forced to 1.0.1", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.1")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.1")
     })
     .await;
     let newest = &blueprint.status.as_ref().unwrap().history[0];

@@ -7,8 +7,8 @@
 //! strict field validation and comes back with no field lost.
 //!
 //! The converted CRDs are created for real under a group renamed with a unique suffix, so that
-//! they never collide with CRDs other tests install, and deleted afterwards. The corpus lives at
-//! `../shared/corpus` (override with `WINDLASS_CORPUS`; `WINDLASS_CORPUS=skip` skips).
+//! they never collide with CRDs other tests install, and deleted afterwards. Without the corpus
+//! (`../shared/corpus` beside the checkout, or `WINDLASS_CORPUS`) the tests skip and say so.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,10 +17,7 @@ use serde_json::{Value, json};
 use windlass_bundle::{Bundle, crd, legacy_apis, load_bundle};
 use windlass_testkit::unique_name;
 
-#[path = "common/api_server.rs"]
-mod api_server;
-
-use api_server::{
+use crate::common::api_server::{
     CreatedCrds, accepted, discovered, established, kubectl_with, lost, renamed, without_namespace,
 };
 
@@ -79,22 +76,6 @@ const INVALID_AS_SHIPPED: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn corpus() -> Option<PathBuf> {
-    match std::env::var("WINDLASS_CORPUS") {
-        Ok(v) if v == "skip" => None,
-        Ok(v) => Some(PathBuf::from(v)),
-        Err(_) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus")),
-    }
-    .map(|root| {
-        assert!(
-            root.is_dir(),
-            "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)",
-            root.display()
-        );
-        root.join("operatorhub")
-    })
-}
-
 /// The highest-versioned bundle of every package folder.
 fn highest_versions(root: &Path) -> Vec<(String, Bundle)> {
     let mut packages: Vec<PathBuf> = std::fs::read_dir(root)
@@ -146,7 +127,9 @@ struct Tally {
 
 #[tokio::test]
 async fn highest_corpus_bundles_are_accepted_after_conversion_and_their_examples_round_trip() {
-    let Some(root) = corpus() else { return };
+    let Some(root) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
     let client = windlass_testkit::client().await;
     let ns = windlass_testkit::TestNamespace::create(&client, "legacy-crds").await;
     let tag = unique_name("e2e").replace('-', "");
@@ -407,7 +390,9 @@ async fn etcd_0_9_4_with_v1beta1_crds_installs_through_the_csv_controller() {
     use kube::{Api, ResourceExt, api::PostParams};
     use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase};
 
-    let Some(root) = corpus() else { return };
+    let Some(root) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
     windlass_testkit::require_manager();
     let dir = root.join("etcd/0.9.4");
     let bundle = load_bundle(&dir).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()));

@@ -11,19 +11,7 @@ use windlass_bundle::{Bundle, crd, legacy_apis, load_bundle};
 const MAX_SAMPLES: usize = 3;
 
 pub fn corpus() -> Option<PathBuf> {
-    match std::env::var("WINDLASS_CORPUS") {
-        Ok(v) if v == "skip" => None,
-        Ok(v) => Some(PathBuf::from(v)),
-        Err(_) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus")),
-    }
-    .map(|root| {
-        assert!(
-            root.is_dir(),
-            "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)",
-            root.display()
-        );
-        root.join("operatorhub")
-    })
+    windlass_corpus::operatorhub_or_skip()
 }
 
 /// The highest-versioned bundle of every package folder.

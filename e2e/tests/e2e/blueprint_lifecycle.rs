@@ -13,7 +13,10 @@ use kube::{
     api::{DeleteParams, ListParams},
 };
 use serde_json::{Value, json};
-use windlass_api::{ClusterServiceVersion, Subscription};
+use windlass_api::{
+    ClusterServiceVersion, ConditionStatus, CsvPhase, Subscription, blueprint::BlueprintPhase,
+    catalog::CatalogPhase,
+};
 use windlass_testkit::{
     TestNamespace,
     catalogs::{TestCatalog, phase as catalog_phase, publish},
@@ -45,7 +48,7 @@ async fn an_install_reports_every_step_in_the_status_and_as_events() {
         "Succeeded, settled",
         TIMEOUT,
         |b| {
-            is_at(b, "Succeeded", "1.1.0")
+            is_at(b, BlueprintPhase::Succeeded, "1.1.0")
                 && b.status.as_ref().and_then(|s| s.observed_generation) == b.metadata.generation
         },
     )
@@ -66,7 +69,7 @@ async fn an_install_reports_every_step_in_the_status_and_as_events() {
         ]
     );
     let ready = condition(&status.conditions, "Ready").expect("a Ready condition");
-    assert_eq!(format!("{:?}", ready.status), "True", "{}", ready.message);
+    assert_eq!(ready.status, ConditionStatus::True, "{}", ready.message);
     assert_eq!(ready.observed_generation, blueprint.metadata.generation);
 
     let events = Api::<Event>::namespaced(client.clone(), &ns.name);
@@ -109,7 +112,7 @@ async fn a_deleted_csv_is_put_back_from_the_stored_revision() {
     )
     .await;
     let before = wait_blueprint(&client, &ns.name, "db", "Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.1.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.1.0")
     })
     .await;
     let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
@@ -124,11 +127,7 @@ async fn a_deleted_csv_is_put_back_from_the_stored_revision() {
             .flatten()
             .is_some_and(|c| {
                 c.uid() != original.uid()
-                    && c.status
-                        .and_then(|s| s.phase)
-                        .map(|p| format!("{p:?}"))
-                        .as_deref()
-                        == Some("Succeeded")
+                    && c.status.and_then(|s| s.phase) == Some(CsvPhase::Succeeded)
             })
     })
     .await;
@@ -136,7 +135,7 @@ async fn a_deleted_csv_is_put_back_from_the_stored_revision() {
         b.status
             .as_ref()
             .and_then(|s| condition(&s.conditions, "Ready"))
-            .is_some_and(|c| format!("{:?}", c.status) == "True")
+            .is_some_and(|c| c.status == ConditionStatus::True)
     })
     .await;
     assert_eq!(after.spec.revision, before.spec.revision, "no new revision");
@@ -179,7 +178,9 @@ async fn crd_deletion_policy_delete_removes_the_crd_on_uninstall() {
         TestCatalog::create(&client, "crddelete", std::slice::from_ref(&image)).await;
     let catalog = test_catalog.name.clone();
     test_catalog
-        .wait("Serving", |c| catalog_phase(c) == "Serving")
+        .wait("Serving", |c| {
+            catalog_phase(c) == Some(CatalogPhase::Serving)
+        })
         .await;
     subscribe(
         &client,
@@ -192,7 +193,7 @@ async fn crd_deletion_policy_delete_removes_the_crd_on_uninstall() {
     )
     .await;
     wait_blueprint(&client, &ns.name, "db", "Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.0")
     })
     .await;
     let crds = Api::<CustomResourceDefinition>::all(client.clone());

@@ -6,7 +6,11 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, ResourceExt, api::ListParams};
 use serde_json::json;
-use windlass_api::{ClusterServiceVersion, Subscription, blueprint::RevisionOutcome};
+use windlass_api::{
+    ClusterServiceVersion, Subscription,
+    blueprint::{BlueprintPhase, RevisionOutcome},
+    subscription::SubscriptionState,
+};
 use windlass_testkit::{
     TestNamespace,
     lifecycle::{approve, is_at, phase, subscribe, wait_blueprint, wait_subscription},
@@ -37,7 +41,7 @@ async fn subscribing_to_acme_monitor_installs_acme_db_first() {
         "acme-monitor",
         "acme-monitor Succeeded",
         TIMEOUT,
-        |b| is_at(b, "Succeeded", "0.2.0"),
+        |b| is_at(b, BlueprintPhase::Succeeded, "0.2.0"),
     )
     .await;
     let db = wait_blueprint(
@@ -46,7 +50,7 @@ async fn subscribing_to_acme_monitor_installs_acme_db_first() {
         "acme-db",
         "acme-db Succeeded",
         TIMEOUT,
-        |b| is_at(b, "Succeeded", "1.1.0"),
+        |b| is_at(b, BlueprintPhase::Succeeded, "1.1.0"),
     )
     .await;
     assert_eq!(
@@ -115,14 +119,7 @@ async fn subscribing_to_acme_monitor_installs_acme_db_first() {
         "acme-monitor",
         "AtLatestKnown",
         TIMEOUT,
-        |s| {
-            s.status
-                .as_ref()
-                .and_then(|st| st.state)
-                .map(|s| format!("{s:?}"))
-                .as_deref()
-                == Some("AtLatestKnown")
-        },
+        |s| s.status.as_ref().and_then(|st| st.state) == Some(SubscriptionState::AtLatestKnown),
     )
     .await;
     assert_eq!(
@@ -163,7 +160,7 @@ async fn automatic_upgrade_follows_the_channel_and_rolls_the_deployment_in_place
     })
     .await;
     let blueprint = wait_blueprint(&client, &ns.name, "db", "upgraded to 1.1.0", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.1.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.1.0")
     })
     .await;
     let history = &blueprint.status.as_ref().unwrap().history;
@@ -236,16 +233,11 @@ async fn manual_approval_waits_for_a_person() {
     )
     .await;
     wait_blueprint(&client, &ns.name, "db", "RequiresApproval", TIMEOUT, |b| {
-        phase(b) == "RequiresApproval"
+        phase(b) == Some(BlueprintPhase::RequiresApproval)
     })
     .await;
     let sub = wait_subscription(&client, &ns.name, "db", "UpgradePending", TIMEOUT, |s| {
-        s.status
-            .as_ref()
-            .and_then(|st| st.state)
-            .map(|s| format!("{s:?}"))
-            .as_deref()
-            == Some("UpgradePending")
+        s.status.as_ref().and_then(|st| st.state) == Some(SubscriptionState::UpgradePending)
     })
     .await;
     assert_eq!(
@@ -265,7 +257,7 @@ async fn manual_approval_waits_for_a_person() {
 
     approve(&client, &ns.name, "db").await;
     wait_blueprint(&client, &ns.name, "db", "1.0.1 Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.1")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.1")
     })
     .await;
     // The next upgrade (to 1.1.0) waits for approval again: approval is per revision.
@@ -276,7 +268,7 @@ async fn manual_approval_waits_for_a_person() {
         "the upgrade waits for approval",
         TIMEOUT,
         |b| {
-            phase(b) == "RequiresApproval"
+            phase(b) == Some(BlueprintPhase::RequiresApproval)
                 && b.spec.cluster_service_version_name == "acme-db.v1.1.0"
         },
     )

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kube::{Api, ResourceExt, api::DeleteParams};
 use serde_json::json;
-use windlass_api::{Blueprint, Subscription};
+use windlass_api::{Blueprint, Subscription, blueprint::BlueprintPhase};
 use windlass_testkit::{
     TestNamespace,
     lifecycle::{is_at, subscribe, wait_blueprint, wait_subscription},
@@ -44,7 +44,7 @@ async fn a_persons_subscription_for_the_dependency_is_used_and_never_owned() {
         "my-db",
         "acme-db Succeeded",
         TIMEOUT,
-        |b| is_at(b, "Succeeded", "1.1.0"),
+        |b| is_at(b, BlueprintPhase::Succeeded, "1.1.0"),
     )
     .await;
     subscribe(
@@ -60,7 +60,7 @@ async fn a_persons_subscription_for_the_dependency_is_used_and_never_owned() {
         "acme-monitor",
         "acme-monitor Succeeded",
         TIMEOUT,
-        |b| is_at(b, "Succeeded", "0.2.0"),
+        |b| is_at(b, BlueprintPhase::Succeeded, "0.2.0"),
     )
     .await;
     let mine = wait_subscription(
@@ -98,7 +98,7 @@ async fn a_persons_subscription_for_the_dependency_is_used_and_never_owned() {
     let blueprints = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
     let still = blueprints.get("my-db").await.unwrap();
     assert!(
-        is_at(&still, "Succeeded", "1.1.0"),
+        is_at(&still, BlueprintPhase::Succeeded, "1.1.0"),
         "the person's acme-db keeps running"
     );
 }
@@ -124,7 +124,7 @@ async fn a_dependency_goes_with_the_last_subscription_that_needed_it() {
         "acme-monitor",
         "acme-monitor Succeeded",
         TIMEOUT,
-        |b| is_at(b, "Succeeded", "0.2.0"),
+        |b| is_at(b, BlueprintPhase::Succeeded, "0.2.0"),
     )
     .await;
     let subs = Api::<Subscription>::namespaced(client.clone(), &ns.name);

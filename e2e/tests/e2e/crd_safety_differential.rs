@@ -18,7 +18,7 @@
 //!
 //! Every agreement is counted per change class and every disagreement printed. The test fails
 //! on a disagreement that is not listed in `KNOWN_DISAGREEMENTS` with its reason. The corpus
-//! lives at `../shared/corpus` (override with `WINDLASS_CORPUS`; `WINDLASS_CORPUS=skip` skips).
+//! lives at `../shared/corpus` (see `windlass_corpus`).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -32,12 +32,7 @@ use serde_json::{Value, json};
 use windlass_bundle::crd::safety::{self, ViolationKind};
 use windlass_testkit::unique_name;
 
-#[path = "common/api_verdict.rs"]
-mod api_verdict;
-#[path = "common/corpus_cases.rs"]
-mod corpus_cases;
-#[path = "common/crd_variants.rs"]
-mod crd_variants;
+use crate::common::{api_verdict, corpus_cases, crd_variants};
 
 use api_verdict::{ApiVerdict, collection, normalise};
 use corpus_cases::{Case, as_sent, cases, corpus, renamed};

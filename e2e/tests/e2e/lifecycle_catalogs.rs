@@ -13,7 +13,7 @@ use kube::{
     core::{ApiResource, GroupVersionKind},
 };
 use serde_json::json;
-use windlass_api::{Blueprint, ConditionStatus};
+use windlass_api::{Blueprint, ConditionStatus, blueprint::BlueprintPhase, catalog::CatalogPhase};
 use windlass_testkit::{
     TestNamespace,
     catalogs::{TestCatalog, phase as catalog_phase, publish},
@@ -36,7 +36,9 @@ async fn rollback_works_after_the_old_version_left_the_catalog() {
     let test_catalog = TestCatalog::create(&client, "delisted", &[old.clone(), new.clone()]).await;
     let catalog = test_catalog.name.clone();
     test_catalog
-        .wait("Serving", |c| catalog_phase(c) == "Serving")
+        .wait("Serving", |c| {
+            catalog_phase(c) == Some(CatalogPhase::Serving)
+        })
         .await;
 
     subscribe(
@@ -50,7 +52,7 @@ async fn rollback_works_after_the_old_version_left_the_catalog() {
     )
     .await;
     wait_blueprint(&client, &ns.name, "db", "1.0.1 Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.1")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.1")
     })
     .await;
 
@@ -68,7 +70,7 @@ async fn rollback_works_after_the_old_version_left_the_catalog() {
         .unwrap();
     test_catalog
         .wait("serving without 1.0.0", |c| {
-            catalog_phase(c) == "Serving"
+            catalog_phase(c) == Some(CatalogPhase::Serving)
                 && c.status.as_ref().and_then(|s| s.resolved_digest.clone()) != digest
         })
         .await;
@@ -87,7 +89,7 @@ async fn rollback_works_after_the_old_version_left_the_catalog() {
         "db",
         "1.0.0 restored from the cluster",
         TIMEOUT,
-        |b| is_at(b, "Succeeded", "1.0.0"),
+        |b| is_at(b, BlueprintPhase::Succeeded, "1.0.0"),
     )
     .await;
 }
@@ -122,7 +124,9 @@ async fn an_unsafe_crd_change_blocks_the_upgrade() {
     let test_catalog = TestCatalog::create(&client, "unsafe", std::slice::from_ref(&old)).await;
     let catalog = test_catalog.name.clone();
     test_catalog
-        .wait("Serving", |c| catalog_phase(c) == "Serving")
+        .wait("Serving", |c| {
+            catalog_phase(c) == Some(CatalogPhase::Serving)
+        })
         .await;
     subscribe(
         &client,
@@ -132,7 +136,7 @@ async fn an_unsafe_crd_change_blocks_the_upgrade() {
     )
     .await;
     wait_blueprint(&client, &ns.name, "db", "1.0.0 Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.0.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.0.0")
     })
     .await;
 
@@ -223,7 +227,9 @@ async fn an_unreachable_catalog_keeps_serving_its_last_content() {
         TestCatalog::create(&client, "unreachable", std::slice::from_ref(&image)).await;
     let catalog = test_catalog.name.clone();
     let serving = test_catalog
-        .wait("Serving", |c| catalog_phase(c) == "Serving")
+        .wait("Serving", |c| {
+            catalog_phase(c) == Some(CatalogPhase::Serving)
+        })
         .await;
     assert_eq!(serving.status.as_ref().unwrap().packages, Some(1));
 
@@ -239,7 +245,9 @@ async fn an_unreachable_catalog_keeps_serving_its_last_content() {
         .await
         .unwrap();
     let unreachable = test_catalog
-        .wait("Unreachable", |c| catalog_phase(c) == "Unreachable")
+        .wait("Unreachable", |c| {
+            catalog_phase(c) == Some(CatalogPhase::Unreachable)
+        })
         .await;
     let status = unreachable.status.as_ref().unwrap();
     assert_eq!(
@@ -267,7 +275,7 @@ async fn an_unreachable_catalog_keeps_serving_its_last_content() {
         "db",
         "installed from the last good content",
         TIMEOUT,
-        |b| is_at(b, "Succeeded", "1.0.0"),
+        |b| is_at(b, BlueprintPhase::Succeeded, "1.0.0"),
     )
     .await;
 }

@@ -14,7 +14,10 @@ use k8s_openapi::api::{
 };
 use kube::{Api, ResourceExt, api::ListParams};
 use serde_json::json;
-use windlass_api::{Blueprint, ClusterServiceVersion, Subscription, blueprint::RevisionOutcome};
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, Subscription,
+    blueprint::{BlueprintPhase, RevisionOutcome},
+};
 use windlass_testkit::{
     TestNamespace,
     lifecycle::{is_at, subscribe, wait_blueprint},
@@ -99,10 +102,11 @@ async fn killing_the_manager_at_random_moments_always_converges() {
     while kills < KILLS {
         tokio::time::sleep(Duration::from_millis(200 + random.next_millis(2500))).await;
         if let Ok(Some(b)) = blueprints.get_opt("db").await {
+            let phase = windlass_testkit::lifecycle::phase(&b);
             phases_seen.insert(format!(
                 "{} {}",
                 b.spec.cluster_service_version_name,
-                windlass_testkit::lifecycle::phase(&b)
+                phase.map_or("-".to_string(), |p| format!("{p:?}"))
             ));
         }
         kill_manager();
@@ -119,7 +123,7 @@ async fn killing_the_manager_at_random_moments_always_converges() {
         "db",
         "RolledBack at 1.1.0",
         Duration::from_secs(300),
-        |b| is_at(b, "RolledBack", "1.1.0"),
+        |b| is_at(b, BlueprintPhase::RolledBack, "1.1.0"),
     )
     .await;
     let status = blueprint.status.as_ref().unwrap();

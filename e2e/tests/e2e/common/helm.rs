@@ -1,4 +1,4 @@
-//! Helpers of the Helm chart tests (`tests/helm_chart.rs`): where the chart lives, rendering and
+//! Helpers of the Helm chart tests (`helm_chart.rs`): where the chart lives, rendering and
 //! reading Kubernetes YAML through kubectl, the objects a sample bundle's install creates, and
 //! cleaning up a release.
 

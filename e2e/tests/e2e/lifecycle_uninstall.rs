@@ -12,7 +12,9 @@ use kube::{
     core::{ApiResource, GroupVersionKind},
 };
 use serde_json::json;
-use windlass_api::{Blueprint, ClusterServiceVersion, ConditionStatus, Subscription};
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, ConditionStatus, Subscription, blueprint::BlueprintPhase,
+};
 use windlass_testkit::{
     TestNamespace,
     lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_subscription},
@@ -36,7 +38,7 @@ async fn uninstall_removes_the_operator_and_keeps_custom_resources() {
     )
     .await;
     wait_blueprint(&client, &ns.name, "db", "Succeeded", TIMEOUT, |b| {
-        is_at(b, "Succeeded", "1.1.0")
+        is_at(b, BlueprintPhase::Succeeded, "1.1.0")
     })
     .await;
 

@@ -14,10 +14,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use windlass_testkit::{TestNamespace, helm, kubectl, run_ok, unique_name};
 
-#[path = "common/helm.rs"]
-mod helm_helpers;
-
-use helm_helpers::{
+use crate::common::helm::{
     ReleaseGuard, chart_crd_files, chart_dir, container, install_objects, objects_of, repo_root,
     run_with_stdin, wait_gone,
 };

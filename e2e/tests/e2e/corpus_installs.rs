@@ -9,21 +9,15 @@ use serde_json::json;
 use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase};
 use windlass_testkit::{TestNamespace, manager_log_tail, require_manager, wait_for};
 
-fn corpus() -> PathBuf {
-    match std::env::var_os("WINDLASS_CORPUS") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus")),
-    }
+fn corpus_bundle(package_version: &str) -> Option<PathBuf> {
+    let dir = windlass_corpus::operatorhub_or_skip()?.join(package_version);
+    assert!(dir.exists(), "{} is not in the corpus", dir.display());
+    Some(dir)
 }
 
-async fn install_unmodified(package_version: &str) {
+async fn install_unmodified(dir: Option<PathBuf>) {
+    let Some(dir) = dir else { return };
     require_manager();
-    let dir = corpus().join("operatorhub").join(package_version);
-    assert!(
-        dir.exists(),
-        "{} is missing: the corpus is expected at ../shared/corpus (or WINDLASS_CORPUS)",
-        dir.display()
-    );
     let bundle = windlass_bundle::load_bundle(&dir)
         .unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()));
     let client = windlass_testkit::client().await;
@@ -72,7 +66,7 @@ async fn install_unmodified(package_version: &str) {
     let outcome = tokio::time::timeout(
         timeout + Duration::from_secs(5),
         wait_for(
-            &format!("{package_version} to Succeed"),
+            &format!("{} to Succeed", dir.display()),
             timeout,
             || async {
                 let csv = api.get(&csv.name_any()).await.map_err(|e| e.to_string())?;
@@ -105,15 +99,15 @@ async fn install_unmodified(package_version: &str) {
 
 #[tokio::test]
 async fn prometheus_0_47_0_installs_unmodified() {
-    install_unmodified("prometheus/0.47.0").await;
+    install_unmodified(corpus_bundle("prometheus/0.47.0")).await;
 }
 
 #[tokio::test]
 async fn camel_k_1_5_0_installs_unmodified() {
-    install_unmodified("camel-k/1.5.0").await;
+    install_unmodified(corpus_bundle("camel-k/1.5.0")).await;
 }
 
 #[tokio::test]
 async fn keycloak_operator_14_0_0_installs_unmodified() {
-    install_unmodified("keycloak-operator/14.0.0").await;
+    install_unmodified(corpus_bundle("keycloak-operator/14.0.0")).await;
 }
