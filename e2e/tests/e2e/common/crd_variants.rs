@@ -134,7 +134,7 @@ fn walk(
     }
 }
 
-fn typed<'a>(node: &'a Value) -> &'a str {
+fn typed(node: &Value) -> &str {
     if is_true(node, "x-kubernetes-int-or-string") {
         return "int-or-string";
     }

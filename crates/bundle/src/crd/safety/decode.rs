@@ -36,6 +36,10 @@ fn properties(s: &Map<String, Value>) -> Option<&Map<String, Value>> {
 /// What `additionalProperties` says about the values of unknown keys: `None` when absent (the
 /// keys are pruned), `Some(None)` for a boolean (kept, with no schema below), `Some(Some(s))`
 /// for a schema.
+#[expect(
+    clippy::option_option,
+    reason = "the inner option is the schema `prune` takes; the outer one says whether keys stay"
+)]
 fn additional(s: &Map<String, Value>) -> Option<Option<&Map<String, Value>>> {
     match s.get("additionalProperties")? {
         Value::Object(m) => Some(Some(m)),

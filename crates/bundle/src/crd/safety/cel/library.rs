@@ -111,6 +111,7 @@ fn returned<'b, 'v>(v: Value) -> Returned<'b, 'v> {
     Ok(CowVal::Owned(boxed))
 }
 
+#[expect(clippy::rc_buffer, reason = "the CEL interpreter's own value types")]
 fn list(arg: &CowVal<'_, '_>, function: &str) -> Result<Arc<Vec<Value>>, ExecutionError> {
     match value(arg)? {
         Value::List(items) => Ok(items),
@@ -265,6 +266,7 @@ fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Returned<'b, 'v> {
     position(args, "lastIndexOf", true)
 }
 
+#[expect(clippy::rc_buffer, reason = "the CEL interpreter's own value types")]
 fn text(arg: &CowVal<'_, '_>, function: &str) -> Result<Arc<String>, ExecutionError> {
     match value(arg)? {
         Value::String(s) => Ok(s),
