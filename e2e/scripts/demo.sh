@@ -55,6 +55,17 @@ kubectl get wcat
 kubectl delete namespace "$ns" --ignore-not-found --wait=true >/dev/null
 kubectl create namespace "$ns" >/dev/null
 
+step "Let the namespace install acme-db with its CRD and cluster permissions (an admin's InstallPolicy)"
+cat <<YAML | tee /dev/stderr | kubectl apply --server-side -f - >/dev/null
+apiVersion: windlass.dev/v1alpha1
+kind: InstallPolicy
+metadata:
+  name: $ns
+spec:
+  namespaces: [$ns]
+  clusterScoped: [CustomResourceDefinitions, ClusterPermissions]
+YAML
+
 step "Subscribe to acme-db on channel stable, starting at 1.0.0, upgrades approved by hand"
 cat <<YAML | tee /dev/stderr | kubectl apply -n "$ns" -f - >/dev/null
 apiVersion: windlass.dev/v1alpha1

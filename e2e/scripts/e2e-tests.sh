@@ -19,13 +19,15 @@ done
 modules=("$@")
 ((${#modules[@]})) || modules=("${all[@]}")
 
-"$cargo" test -p windlass-e2e --no-run
+# Always --workspace: cargo unifies features over the packages it builds, and a narrower
+# selection would compile kube and its dependencies a second time.
+"$cargo" test --workspace --test e2e --no-run
 failed=()
 start=$SECONDS
 for module in "${modules[@]}"; do
   log "e2e module $module"
-  "$cargo" test -p windlass-e2e --test e2e -- "${test_args[@]}" "$module::" || failed+=("$module")
+  "$cargo" test --workspace --test e2e -- "${test_args[@]}" "$module::" || failed+=("$module")
 done
-"$cargo" test -p windlass-e2e --lib --bins -- "${test_args[@]}" || failed+=("(e2e crate unit tests)")
+"$cargo" test --workspace --bin windlass-image -- "${test_args[@]}" || failed+=("(e2e crate unit tests)")
 log "end-to-end tests took $((SECONDS - start)) s"
 ((${#failed[@]} == 0)) || die "failed: ${failed[*]}"

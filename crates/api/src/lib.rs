@@ -1,5 +1,6 @@
 //! The `windlass.dev/v1alpha1` API: what users write (Subscription, Catalog), what windlass
-//! records (Blueprint) and what it installs (ClusterServiceVersion).
+//! records (Blueprint), what it installs (ClusterServiceVersion) and what cluster admins allow
+//! (InstallPolicy).
 //!
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
@@ -13,6 +14,7 @@ pub mod condition;
 pub mod config;
 pub mod csv;
 pub mod names;
+pub mod policy;
 pub mod subscription;
 
 pub use blueprint::{
@@ -24,6 +26,7 @@ pub use config::{OperatorConfig, UpgradePolicy};
 pub use csv::{
     ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase,
 };
+pub use policy::{InstallPolicy, InstallPolicySpec};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
 
 /// The API group of every windlass kind.
@@ -40,6 +43,7 @@ pub fn crds()
         Subscription::crd(),
         Blueprint::crd(),
         ClusterServiceVersion::crd(),
+        InstallPolicy::crd(),
     ]
 }
 

@@ -111,6 +111,11 @@ pub mod conditions {
         pub const CRDS_KEPT: &str = "CRDsKept";
         /// Whether a requested rollback is allowed.
         pub const ROLLBACK_ALLOWED: &str = "RollbackAllowed";
+        /// Whether the stored revision content is exactly what windlass wrote (its seal checks).
+        pub const CONTENT_TRUSTED: &str = "ContentTrusted";
+        /// Whether the namespace's InstallPolicies permit the install as asked (only present
+        /// when they do not).
+        pub const INSTALL_PERMITTED: &str = "InstallPermitted";
     }
 
     /// A ClusterServiceVersion's conditions.
@@ -171,6 +176,14 @@ pub mod reasons {
         pub const INSTALL_FORBIDDEN: &str = "InstallForbidden";
         /// Permitted: the condition names the policy and the identity.
         pub const PERMITTED: &str = "Permitted";
+    }
+
+    /// Why stored revision content is or is not used.
+    pub mod revision {
+        /// The revision Secret fails its seal: edited, copied or made outside windlass.
+        pub const TAMPERED: &str = "RevisionTampered";
+        /// Every revision Secret the Blueprint uses is sealed by this windlass.
+        pub const SEALED: &str = "Sealed";
     }
 
     /// A Catalog's `Serving` reasons.

@@ -141,6 +141,7 @@ pub async fn apply_revision(
         supersedes: plan.supersedes.clone(),
         progress_deadline_seconds: blueprint.spec.progress_deadline_seconds,
         conversions,
+        target_namespaces: loaded.placement.targets.clone(),
     };
     let csv = build::csv(&loaded.content, &settings).map_err(|e| Error::Build {
         name: loaded.content.cluster_service_version_name.clone(),

@@ -144,6 +144,8 @@ pub struct CsvSettings<'a> {
     pub progress_deadline_seconds: Option<i64>,
     /// The legacy conversion's change list, one line each.
     pub conversions: Vec<String>,
+    /// The namespaces the operator watches (`[]`: all), as the namespace's policies permit.
+    pub target_namespaces: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -171,7 +173,7 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
     definition.insert("spec".into(), shipped["spec"].clone());
     let spec = ClusterServiceVersionSpec {
         definition: Value::Object(definition),
-        target_namespaces: target_namespaces(content, shipped, &settings.owner.namespace),
+        target_namespaces: settings.target_namespaces.clone(),
         config: content.config.clone(),
         supersedes: settings.supersedes.clone(),
         progress_deadline_seconds: settings.progress_deadline_seconds,
@@ -190,24 +192,6 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
         json!([settings.owner.reference()]),
     );
     Ok(value)
-}
-
-/// As the Subscription says; when it says nothing, all namespaces if the operator supports
-/// that, otherwise its own namespace.
-fn target_namespaces(content: &RevisionContent, shipped: &Value, namespace: &str) -> Vec<String> {
-    if let Some(targets) = &content.target_namespaces {
-        return targets.clone();
-    }
-    let all_namespaces = shipped["spec"]["installModes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|m| m["type"] == "AllNamespaces" && m["supported"] == true);
-    if all_namespaces {
-        Vec::new()
-    } else {
-        vec![namespace.to_string()]
-    }
 }
 
 /// `apiVersion/Kind` of every manifest but the CSV, sorted and unique, for the revision

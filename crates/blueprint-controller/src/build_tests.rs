@@ -115,6 +115,7 @@ fn the_csv_carries_the_definition_the_revision_and_the_handover() {
             supersedes: Some("acme-db.v1.0.0".into()),
             progress_deadline_seconds: Some(60),
             conversions: vec!["manifests/x.yaml: converted".into()],
+            target_namespaces: vec!["team-a".into()],
         },
     )
     .unwrap();
@@ -143,7 +144,7 @@ fn the_csv_carries_the_definition_the_revision_and_the_handover() {
 }
 
 #[test]
-fn all_namespaces_when_supported_and_nothing_is_asked() {
+fn the_csv_watches_the_namespaces_it_was_placed_in() {
     let content = content(vec![shipped_csv(
         json!([{"type": "AllNamespaces", "supported": true}]),
     )]);
@@ -154,6 +155,7 @@ fn all_namespaces_when_supported_and_nothing_is_asked() {
         supersedes: None,
         progress_deadline_seconds: None,
         conversions: vec![],
+        target_namespaces: vec![],
     };
     let built = csv(&content, &settings).unwrap();
     assert_eq!(built["spec"]["targetNamespaces"], json!([]));

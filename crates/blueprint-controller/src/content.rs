@@ -5,7 +5,9 @@
 //! CRDs are checked against the live ones and the custom resources they hold.
 
 use std::collections::BTreeMap;
-use windlass_api::names::{annotations, controllers, labels};
+use windlass_api::names::{
+    annotations, controllers, labels, reasons::revision::TAMPERED as REVISION_TAMPERED,
+};
 
 use k8s_openapi::{
     api::core::v1::Secret,
@@ -21,9 +23,13 @@ use windlass_api::{Blueprint, FIELD_MANAGER};
 use windlass_bundle::crd::safety as crd_safety;
 use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
 use windlass_catalog_store::CatalogStore;
+use windlass_kit::Applier;
+use windlass_revisions::SealKey;
 
 use crate::{
     Error, build, names,
+    observe::Observed,
+    permit::{self, Placement},
     plan::{ContentRequest, CrdPolicy, Refusal, Source, Validation},
     revision::{self, RevisionContent},
 };
@@ -36,18 +42,26 @@ pub struct Loaded {
     pub converted: ConvertedManifests,
     /// The live CRDs the bundle's CRDs would replace, by name.
     pub live_crds: BTreeMap<String, Value>,
+    /// Where it is installed and what the namespace's InstallPolicies permit.
+    pub placement: Placement,
 }
 
-/// Dereference and validate the content a plan asks for. `current` is the current revision's
-/// content when its Secret already read.
+/// Dereference and validate the content a plan asks for, with what `observed` found of the
+/// revision Secrets.
 pub async fn validate(
-    client: &Client,
+    applier: &Applier,
+    key: &SealKey,
     store: &CatalogStore,
     blueprint: &Blueprint,
     request: &ContentRequest,
-    current: Option<&RevisionContent>,
+    observed: &Observed,
 ) -> Result<(Validation, Option<Loaded>), Error> {
-    let content = match dereference(client, store, blueprint, request, current).await? {
+    if let Some(tampered) = observed.tampered(request.revision) {
+        return Ok((Validation::Tampered(tampered.message()), None));
+    }
+    let client = applier.client();
+    let current = observed.current.as_ref();
+    let content = match dereference(client, key, store, blueprint, request, current).await? {
         Ok(content) => content,
         Err(unavailable) => return Ok((Validation::Unavailable(unavailable), None)),
     };
@@ -61,6 +75,10 @@ pub async fn validate(
     let converted = match convert_manifests(&revision::to_bundle_manifests(&content)) {
         Ok(converted) => converted,
         Err(e) => return Ok((Validation::Invalid(e.to_string()), None)),
+    };
+    let placement = match permit::check(applier, blueprint, &content, &converted.objects).await? {
+        Ok(placement) => placement,
+        Err(refusal) => return Ok((Validation::Refused(refusal), None)),
     };
     let mut live_crds = BTreeMap::new();
     let mut violations = Vec::new();
@@ -103,6 +121,7 @@ pub async fn validate(
         content,
         converted,
         live_crds,
+        placement,
     };
     Ok((validation, Some(loaded)))
 }
@@ -111,6 +130,7 @@ pub async fn validate(
 /// be had right now.
 async fn dereference(
     client: &Client,
+    key: &SealKey,
     store: &CatalogStore,
     blueprint: &Blueprint,
     request: &ContentRequest,
@@ -141,7 +161,7 @@ async fn dereference(
             }
             Err(message) => return Ok(Err(message)),
         },
-        Source::Stored { revision: from } => match read(client, blueprint, *from).await? {
+        Source::Stored { revision: from } => match read(client, key, blueprint, *from).await? {
             Ok(mut restored) => {
                 restored.reason = Some(format!("restored from revision {from}"));
                 restored
@@ -151,7 +171,7 @@ async fn dereference(
     };
     content.revision = request.revision;
     content.created_by = Some(controllers::BLUEPRINT.to_string());
-    store_revision(client, blueprint, &content).await?;
+    store_revision(client, key, blueprint, &content).await?;
     Ok(Ok(content))
 }
 
@@ -185,6 +205,7 @@ async fn fetch(
 /// Writes a revision Secret (server-side apply: idempotent when a crash repeats it).
 pub async fn store_revision(
     client: &Client,
+    key: &SealKey,
     blueprint: &Blueprint,
     content: &RevisionContent,
 ) -> Result<(), Error> {
@@ -211,6 +232,7 @@ pub async fn store_revision(
         annotations::CRDS.to_string(),
         build::crd_names(&applied).join(","),
     );
+    revision::seal_secret(&mut secret, key, blueprint, content.revision);
     let secret_name = secret.name_any();
     Api::<Secret>::namespaced(client.clone(), &blueprint.namespace().unwrap_or_default())
         .patch(
@@ -229,6 +251,7 @@ pub async fn store_revision(
 /// A stored revision's content, or why it cannot be restored.
 pub async fn read(
     client: &Client,
+    key: &SealKey,
     blueprint: &Blueprint,
     revision: i64,
 ) -> Result<Result<RevisionContent, Refusal>, Error> {
@@ -250,6 +273,15 @@ pub async fn read(
             ),
         }));
     };
+    if let Err(problem) = revision::verify_secret(&secret, key, blueprint, revision) {
+        return Ok(Err(Refusal {
+            reason: REVISION_TAMPERED,
+            message: format!(
+                "revision {revision} cannot be restored: its Secret {name} fails its seal \
+                 ({problem}), so it is not what windlass stored"
+            ),
+        }));
+    }
     Ok(revision::from_secret(&secret).map_err(|e| Refusal {
         reason: "RevisionContentUnreadable",
         message: format!("revision {revision} cannot be restored: {e}"),
@@ -260,10 +292,11 @@ pub async fn read(
 /// every API version its CSV owns (CRDs stay at their newer definition in a rollback).
 pub async fn rollback_source(
     client: &Client,
+    key: &SealKey,
     blueprint: &Blueprint,
     revision: i64,
 ) -> Result<Result<(), Refusal>, Error> {
-    let content = match read(client, blueprint, revision).await? {
+    let content = match read(client, key, blueprint, revision).await? {
         Ok(content) => content,
         Err(refusal) => return Ok(Err(refusal)),
     };

@@ -5,7 +5,7 @@
 //!
 //! The deciding logic is pure ([`plan`], [`build`], [`revision`]; CRD upgrade safety is
 //! `windlass_bundle::crd::safety`); the rest
-//! only gathers ([`observe`], [`content`]), applies ([`apply`]) and reports ([`reconcile`]).
+//! only gathers ([`observe`], [`content`], [`permit`] with `windlass_tenancy` deciding), applies ([`apply`]) and reports ([`reconcile`]).
 
 pub mod apply;
 pub mod build;
@@ -13,6 +13,7 @@ pub mod content;
 mod error;
 pub mod names;
 pub mod observe;
+pub mod permit;
 pub mod plan;
 pub mod reconcile;
 pub mod revision;

@@ -8,6 +8,7 @@ use kube::{
 };
 use windlass_api::names::{annotations, labels};
 use windlass_api::{Blueprint, ClusterServiceVersion, blueprint::BlueprintPhase};
+use windlass_revisions::{SealError, SealKey};
 
 use crate::{
     Error, build, names,
@@ -25,12 +26,42 @@ pub struct Observed {
     pub crds: Vec<String>,
     pub csvs: Vec<ObservedCsv>,
     pub dependencies: Vec<DependencyState>,
-    /// The content of the current revision, when its Secret exists and reads.
+    /// The content of the current revision, when its Secret exists, is sealed and reads.
     pub current: Option<RevisionContent>,
+    /// Revision Secrets whose seal does not check: nothing of them is used.
+    pub tampered: Vec<Tampered>,
+}
+
+/// A revision Secret that is not what windlass wrote (edited, copied from another Blueprint,
+/// or made by hand).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tampered {
+    pub revision: i64,
+    /// `namespace/name` of the Secret.
+    pub secret: String,
+    pub problem: SealError,
+}
+
+impl Tampered {
+    /// For conditions and Events: what is wrong and what to do about it.
+    pub fn message(&self) -> String {
+        format!(
+            "revision Secret {} fails its seal ({}); nothing of revision {} is applied. Delete \
+             the Secret to have windlass store the revision again from the catalog",
+            self.secret, self.problem, self.revision
+        )
+    }
+}
+
+impl Observed {
+    pub fn tampered(&self, revision: i64) -> Option<&Tampered> {
+        self.tampered.iter().find(|t| t.revision == revision)
+    }
 }
 
 pub async fn observe(
     client: &Client,
+    key: &SealKey,
     blueprints: &Store<Blueprint>,
     blueprint: &Blueprint,
 ) -> Result<Observed, Error> {
@@ -49,6 +80,15 @@ pub async fn observe(
         let Some(stored) = stored_revision(secret) else {
             continue;
         };
+        // Tenants can write Secrets in their namespace: only what windlass sealed counts.
+        if let Err(problem) = revision::verify_secret(secret, key, blueprint, stored.revision) {
+            observed.tampered.push(Tampered {
+                revision: stored.revision,
+                secret: format!("{namespace}/{}", secret.name_any()),
+                problem,
+            });
+            continue;
+        }
         if let Some(kinds) = secret
             .annotations()
             .get(annotations::KINDS)

@@ -116,6 +116,11 @@ pub enum Validation {
     Invalid(String),
     /// Replacing the live CRDs would lose data or invalidate existing objects.
     UnsafeCrds(Vec<Violation>),
+    /// The stored content fails its seal: written by someone other than windlass.
+    Tampered(String),
+    /// The namespace's InstallPolicies do not permit this install (install mode, target
+    /// namespaces, catalog, package or cluster-scoped objects).
+    Refused(Refusal),
 }
 
 /// Why something may not go ahead, in condition form.

@@ -29,6 +29,7 @@ use windlass_api::{
 };
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{Applier, Metrics, Notice, Scope, Shell, runner, status};
+use windlass_revisions::SealKey;
 
 use crate::{
     Error, apply,
@@ -45,6 +46,8 @@ pub struct Context {
     pub store: Arc<CatalogStore>,
     /// Every Blueprint in scope, for dependency readiness.
     pub blueprints: Store<Blueprint>,
+    /// Seals revision Secrets and checks them before their content is used.
+    pub seal_key: SealKey,
 }
 
 /// Runs the Blueprint controller over `scope` until `shutdown` resolves.
@@ -53,6 +56,7 @@ pub async fn run(
     scope: Scope,
     store: Arc<CatalogStore>,
     metrics: Arc<dyn Metrics>,
+    seal_key: SealKey,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let blueprints = scope.api::<Blueprint>(&client);
@@ -70,6 +74,7 @@ pub async fn run(
         shell: Shell::new(client, scope, controllers::BLUEPRINT, metrics),
         store,
         blueprints: cache,
+        seal_key,
     });
     let results = controller
         .owns(csvs, watcher::Config::default().labels(labels::BLUEPRINT))
@@ -143,7 +148,8 @@ fn owner(blueprint: &Blueprint) -> Owner {
 
 async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
     let name = blueprint.name_any();
-    let observed = observe::observe(&ctx.shell.client, &ctx.blueprints, blueprint).await?;
+    let observed =
+        observe::observe(&ctx.shell.client, &ctx.seal_key, &ctx.blueprints, blueprint).await?;
     let status = blueprint.status.clone().unwrap_or_default();
     let now = Timestamp::now();
     let mut facts = Facts::default();
@@ -165,19 +171,25 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         match &decision.action {
             Step::Check(Need::Validate(request)) => {
                 let (validation, content) = content::validate(
-                    &ctx.shell.client,
+                    &ctx.applier,
+                    &ctx.seal_key,
                     &ctx.store,
                     blueprint,
                     request,
-                    observed.current.as_ref(),
+                    &observed,
                 )
                 .await?;
                 facts.validation = Some(validation);
                 loaded = content;
             }
             Step::Check(Need::RollbackSource { revision }) => {
-                let verdict =
-                    content::rollback_source(&ctx.shell.client, blueprint, *revision).await?;
+                let verdict = content::rollback_source(
+                    &ctx.shell.client,
+                    &ctx.seal_key,
+                    blueprint,
+                    *revision,
+                )
+                .await?;
                 facts.rollback_source = Some((*revision, verdict));
             }
             _ => {
@@ -312,7 +324,8 @@ async fn prune_revisions(
 /// The finalizer: cluster-scoped objects go (CRDs only when asked); namespaced ones follow the
 /// Blueprint through their ownerReferences; custom resources always stay.
 async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
-    let observed = observe::observe(&ctx.shell.client, &ctx.blueprints, blueprint).await?;
+    let observed =
+        observe::observe(&ctx.shell.client, &ctx.seal_key, &ctx.blueprints, blueprint).await?;
     let delete_crds = blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete;
     let removed = apply::cleanup(
         &ctx.applier,

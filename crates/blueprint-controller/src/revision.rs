@@ -3,8 +3,10 @@
 //! Helm keeps its releases).
 //!
 //! A revision Secret is named `<blueprint>.r<revision>`, has type `windlass.dev/revision.v1`, and
-//! holds one data key, `revision.json.gz`: the gzip of the JSON of [`RevisionContent`]. Pure code:
-//! nothing here talks to the cluster.
+//! holds one data key, `revision.json.gz`: the gzip of the JSON of [`RevisionContent`]. The
+//! Secret lives in the Blueprint's namespace, where tenants can write, so it is sealed
+//! ([`seal_secret`]) and its content used only when the seal checks ([`verify_secret`]). Pure
+//! code: nothing here talks to the cluster.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -21,6 +23,7 @@ use serde_json::Value;
 use windlass_api::blueprint::Blueprint;
 use windlass_api::config::OperatorConfig;
 use windlass_catalog_store::BundleContent;
+use windlass_revisions::{SealError, SealKey, Subject, seal};
 
 /// The API server refuses a Secret whose data exceeds 1 MiB (1,048,576 bytes); this leaves room
 /// for the key, labels and annotations.
@@ -297,6 +300,81 @@ pub fn from_bundle(
         created_by: None,
         reason: None,
     }
+}
+
+/// Whose revision a Secret holds, as the seal covers it: the Blueprint (namespace, name, uid)
+/// and the revision number.
+fn seal_subject(blueprint: &Blueprint, revision: i64) -> Subject {
+    let meta = blueprint.meta();
+    Subject {
+        kind: Blueprint::kind(&()).into_owned(),
+        object: format!(
+            "{}/{}",
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default()
+        ),
+        uid: meta.uid.clone().unwrap_or_default(),
+        revision: Some(revision),
+    }
+}
+
+/// What of a revision Secret the seal covers: its data and every annotation windlass reads
+/// back (the kinds and CRDs steer uninstall; the version and CSV name steer the plan).
+fn sealed_parts(secret: &Secret) -> Vec<&[u8]> {
+    let data = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(revision_secret::DATA_KEY))
+        .map_or(&[][..], |d| d.0.as_slice());
+    let annotation = |key: &str| {
+        secret
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map_or(&[][..], |v| v.as_bytes())
+    };
+    vec![
+        data,
+        annotation(annotations::VERSION),
+        annotation(annotations::CLUSTER_SERVICE_VERSION),
+        annotation(annotations::KINDS),
+        annotation(annotations::CRDS),
+    ]
+}
+
+/// Seals `secret` (the last change before it is written) as revision `revision` of `blueprint`.
+pub fn seal_secret(secret: &mut Secret, key: &SealKey, blueprint: &Blueprint, revision: i64) {
+    let sealed = seal::seal(
+        key,
+        &seal_subject(blueprint, revision),
+        &sealed_parts(secret),
+    );
+    secret
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(windlass_api::names::seal::ANNOTATION.to_string(), sealed);
+}
+
+/// Whether `secret` is revision `revision` of `blueprint` exactly as windlass wrote it.
+pub fn verify_secret(
+    secret: &Secret,
+    key: &SealKey,
+    blueprint: &Blueprint,
+    revision: i64,
+) -> Result<(), SealError> {
+    let found = secret
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(windlass_api::names::seal::ANNOTATION));
+    seal::verify(
+        key,
+        &seal_subject(blueprint, revision),
+        &sealed_parts(secret),
+        found.map(String::as_str),
+    )
 }
 
 /// The stored manifests as bundle manifests, for `windlass_bundle::legacy_apis` and the planner.

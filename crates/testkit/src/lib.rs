@@ -27,6 +27,12 @@ use kube::{
 
 /// Label on every namespace a test creates, so leftovers can be found and removed.
 pub const TEST_NAMESPACE_LABEL: &str = "windlass.dev/test";
+/// Label on the test namespaces that play a tenant's: the trusted test policy leaves them out,
+/// so only what a namespace gets without a policy (or a policy of the test's own) applies.
+pub const TENANT_NAMESPACE_LABEL: &str = "windlass.dev/test-tenant";
+/// The InstallPolicy that trusts every test namespace but the tenants' with everything, as a
+/// cluster admin trusts the platform's own namespaces.
+pub const TRUSTED_TEST_POLICY: &str = "windlass-e2e-trusted";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -78,8 +84,7 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// A client for the local control plane, as cluster admin.
-pub async fn try_client() -> Result<Client, Error> {
+async fn admin_config() -> Result<Config, Error> {
     install_crypto_provider();
     cluster_env()?;
     let path = kubeconfig_path();
@@ -87,9 +92,52 @@ pub async fn try_client() -> Result<Client, Error> {
         path: path.clone(),
         source,
     })?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
-        .map_err(|source| Error::Kubeconfig { path, source })?;
+        .map_err(|source| Error::Kubeconfig { path, source })
+}
+
+/// Applies [`TRUSTED_TEST_POLICY`] (server-side apply: the same object every time).
+pub async fn trust_test_namespaces(client: &Client) {
+    let policy = serde_json::json!({
+        "apiVersion": "windlass.dev/v1alpha1",
+        "kind": "InstallPolicy",
+        "metadata": { "name": TRUSTED_TEST_POLICY },
+        "spec": {
+            "namespaceSelector": {
+                "matchLabels": { TEST_NAMESPACE_LABEL: "true" },
+                "matchExpressions": [{ "key": TENANT_NAMESPACE_LABEL, "operator": "DoesNotExist" }],
+            },
+            "trusted": true,
+            "installModes": ["SingleNamespace", "MultiNamespace", "AllNamespaces"],
+            "clusterScoped": [
+                "CustomResourceDefinitions", "ClusterPermissions", "Webhooks", "OtherObjects",
+                "CrdDeletion", "CrdAdoption",
+            ],
+        },
+    });
+    Api::<windlass_api::InstallPolicy>::all(client.clone())
+        .patch(
+            TRUSTED_TEST_POLICY,
+            &kube::api::PatchParams::apply("windlass-e2e").force(),
+            &kube::api::Patch::Apply(&policy),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying InstallPolicy {TRUSTED_TEST_POLICY}: {e}"));
+}
+
+/// A client acting as the user `user` (the cluster admin impersonating them): the API server
+/// authorizes every request with that user's RBAC, as for a tenant with their own credentials.
+pub async fn impersonating(user: &str) -> Client {
+    let mut config = admin_config().await.unwrap_or_else(|e| panic!("{e}"));
+    config.auth_info.impersonate = Some(user.to_string());
+    config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_string()]);
+    Client::try_from(config).unwrap_or_else(|e| panic!("a client as {user}: {e}"))
+}
+
+/// A client for the local control plane, as cluster admin.
+pub async fn try_client() -> Result<Client, Error> {
+    let config = admin_config().await?;
     let client = Client::try_from(config)?;
     client
         .apiserver_version()
@@ -162,12 +210,38 @@ pub struct TestNamespace {
 }
 
 impl TestNamespace {
+    /// A namespace the trusted test policy covers: what most tests, written as a cluster
+    /// admin would use windlass, install in.
     pub async fn create(client: &Client, prefix: &str) -> TestNamespace {
+        trust_test_namespaces(client).await;
+        TestNamespace::with_labels(client, prefix, &[]).await
+    }
+
+    /// A namespace no policy covers unless the test writes one: a tenant's.
+    pub async fn tenant(client: &Client, prefix: &str) -> TestNamespace {
+        TestNamespace::tenant_with_labels(client, prefix, &[]).await
+    }
+
+    /// A tenant's namespace with more labels (those a test's own policy selects).
+    pub async fn tenant_with_labels(
+        client: &Client,
+        prefix: &str,
+        labels: &[(&str, &str)],
+    ) -> TestNamespace {
+        let mut all = vec![(TENANT_NAMESPACE_LABEL, "true")];
+        all.extend_from_slice(labels);
+        TestNamespace::with_labels(client, prefix, &all).await
+    }
+
+    async fn with_labels(client: &Client, prefix: &str, extra: &[(&str, &str)]) -> TestNamespace {
         let name = unique_name(prefix);
+        let mut labels: BTreeMap<String, String> =
+            [(TEST_NAMESPACE_LABEL.to_string(), "true".to_string())].into();
+        labels.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let namespace = Namespace {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
-                labels: Some([(TEST_NAMESPACE_LABEL.to_string(), "true".to_string())].into()),
+                labels: Some(labels),
                 ..Default::default()
             },
             ..Default::default()

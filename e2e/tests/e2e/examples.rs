@@ -125,11 +125,13 @@ async fn check_file(client: &Client, file: &Path) {
     let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
     let mut catalogs = Vec::new();
     let mut subscriptions = Vec::new();
+    let mut policies = Vec::new();
     for (index, document) in documents(file).into_iter().enumerate() {
         let kind = (document["apiVersion"].as_str(), document["kind"].as_str());
         match kind {
             (Some("windlass.dev/v1alpha1"), Some("Catalog")) => catalogs.push(document),
             (Some("windlass.dev/v1alpha1"), Some("Subscription")) => subscriptions.push(document),
+            (Some("windlass.dev/v1alpha1"), Some("InstallPolicy")) => policies.push(document),
             (api_version, kind) => panic!(
                 "document {} is {}/{}, which e2e/tests/e2e/examples.rs does not know how to check; add its check there",
                 index + 1,
@@ -143,6 +145,58 @@ async fn check_file(client: &Client, file: &Path) {
     }
     for subscription in subscriptions {
         check_subscription(client, &stem, subscription).await;
+    }
+    for policy in policies {
+        check_install_policy(client, &stem, policy).await;
+    }
+}
+
+/// Given an InstallPolicy example applied as written, a namespace it selects (or names)
+/// installs the first package it allows, in its own namespace, as a tenant would; the policy
+/// is deleted afterwards (it is cluster-scoped and would outlive the test).
+async fn check_install_policy(client: &Client, stem: &str, document: Value) {
+    let name = document["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_string();
+    let api = Api::<windlass_api::InstallPolicy>::all(client.clone());
+    api.patch(&name, &apply_params(), &Patch::Apply(&document))
+        .await
+        .unwrap_or_else(|e| panic!("applying InstallPolicy {name}: {e}"));
+    let labels: Vec<(String, String)> = document["spec"]["namespaceSelector"]["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect();
+    let labels: Vec<(&str, &str)> = labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let ns = TestNamespace::tenant_with_labels(client, &format!("example-{stem}"), &labels).await;
+    let package = document["spec"]["packages"][0]
+        .as_str()
+        .unwrap_or("acme-db");
+    let outcome = async {
+        subscribe(client, &ns.name, "example", json!({"package": package})).await;
+        let blueprint = wait_blueprint(client, &ns.name, "example", "installed", TIMEOUT, |b| {
+            blueprint_phase(b) == Some(BlueprintPhase::Succeeded)
+        })
+        .await;
+        let csv = Api::<windlass_api::ClusterServiceVersion>::namespaced(client.clone(), &ns.name)
+            .get(&blueprint.spec.cluster_service_version_name)
+            .await
+            .expect("the installed ClusterServiceVersion");
+        assert_eq!(
+            csv.spec.target_namespaces,
+            vec![ns.name.clone()],
+            "a tenant's operator watches its own namespace"
+        );
+    };
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(outcome)).await;
+    let _ = api.delete(&name, &Default::default()).await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
     }
 }
 

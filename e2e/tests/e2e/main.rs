@@ -31,3 +31,4 @@ mod registry_and_helm;
 mod release_payloads;
 mod subscription_dependencies;
 mod subscription_status;
+mod tenancy;

@@ -35,9 +35,11 @@ fn rule(
 }
 
 /// The plural of every windlass kind, with `suffix` (`""`, `"/status"`, `"/finalizers"`).
+/// InstallPolicies are left out: cluster admins write them and the manager only reads them.
 fn windlass_resources(suffix: &str) -> Vec<String> {
     windlass_api::crds()
         .iter()
+        .filter(|crd| crd.spec.names.kind != "InstallPolicy")
         .map(|crd| format!("{}{suffix}", crd.spec.names.plural))
         .collect()
 }
@@ -54,6 +56,14 @@ fn cluster_rules() -> Vec<Rule> {
             api_groups: group.clone(),
             resources: windlass_resources(""),
             verbs: READ_WRITE,
+        },
+        Rule {
+            why: &[
+                "InstallPolicies say what each namespace may install; cluster admins write them. Read only.",
+            ],
+            api_groups: group.clone(),
+            resources: vec!["installpolicies".to_string()],
+            verbs: READ,
         },
         Rule {
             why: &[
@@ -440,6 +450,19 @@ mod tests {
         let rules = cluster_rules();
         for crd in windlass_api::crds() {
             let plural = crd.spec.names.plural;
+            if crd.spec.names.kind == "InstallPolicy" {
+                let read_only = rules
+                    .iter()
+                    .any(|r| r.resources == [plural.clone()] && r.verbs == READ);
+                assert!(read_only, "{plural} is granted read only");
+                assert!(
+                    !rules
+                        .iter()
+                        .any(|r| r.resources.contains(&plural) && r.verbs != READ),
+                    "the manager never writes {plural}"
+                );
+                continue;
+            }
             for resource in [
                 plural.clone(),
                 format!("{plural}/status"),

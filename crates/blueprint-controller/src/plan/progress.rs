@@ -2,7 +2,7 @@
 //! judge its CSV against the progress deadline, and roll back when it fails.
 
 use std::time::Duration;
-use windlass_api::names::conditions;
+use windlass_api::names::{conditions, reasons};
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use windlass_api::{
@@ -175,6 +175,25 @@ fn in_progress<'a>(
         Validation::UnsafeCrds(violations) if !started => {
             let summary = unsafe_crds(&mut draft, violations);
             draft.stage(BlueprintPhase::Pending, waiting, Stage::Blocked(summary));
+            return draft.finish(Action::Record, None, RETRY);
+        }
+        // Never failed (a failure could roll back): held until an admin looks.
+        Validation::Tampered(message) if !started => {
+            untrusted(&mut draft, message);
+            draft.stage(
+                BlueprintPhase::Pending,
+                waiting,
+                Stage::Blocked(message.clone()),
+            );
+            return draft.finish(Action::Record, None, RETRY);
+        }
+        Validation::Refused(refusal) if !started => {
+            not_permitted(&mut draft, refusal);
+            draft.stage(
+                BlueprintPhase::Pending,
+                waiting,
+                Stage::Blocked(refusal.message.clone()),
+            );
             return draft.finish(Action::Record, None, RETRY);
         }
         _ => {}
@@ -423,6 +442,12 @@ fn complete(draft: &mut Draft<'_>, record: &RevisionRecord) {
 
 /// Conditions from the validate stage; whether to apply, and the CRD step's message.
 fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) -> (bool, String) {
+    if !matches!(validation, Validation::Tampered(_)) {
+        draft.remove_condition(conditions::blueprint::CONTENT_TRUSTED);
+    }
+    if !matches!(validation, Validation::Refused(_)) {
+        draft.remove_condition(conditions::blueprint::INSTALL_PERMITTED);
+    }
     match validation {
         Validation::Ready { kept_crds } if restoring && !kept_crds.is_empty() => {
             let kept = kept_crds.join(", ");
@@ -468,7 +493,33 @@ fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) ->
         }
         Validation::Unavailable(message) => (false, format!("not re-applied: {message}")),
         Validation::Invalid(message) => (false, format!("not re-applied: {message}")),
+        Validation::Tampered(message) => {
+            untrusted(draft, message);
+            (false, format!("not re-applied: {message}"))
+        }
+        Validation::Refused(refusal) => {
+            not_permitted(draft, refusal);
+            (false, format!("not re-applied: {}", refusal.message))
+        }
     }
+}
+
+fn not_permitted(draft: &mut Draft<'_>, refusal: &Refusal) {
+    draft.set_condition(
+        conditions::blueprint::INSTALL_PERMITTED,
+        false,
+        refusal.reason,
+        &refusal.message,
+    );
+}
+
+fn untrusted(draft: &mut Draft<'_>, message: &str) {
+    draft.set_condition(
+        conditions::blueprint::CONTENT_TRUSTED,
+        false,
+        reasons::revision::TAMPERED,
+        message,
+    );
 }
 
 fn unsafe_crds(draft: &mut Draft<'_>, violations: &[crd_safety::Violation]) -> String {

@@ -402,6 +402,8 @@ pub(super) fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice>
             conditions::blueprint::CRD_UPGRADE_SAFE,
             conditions::blueprint::ROLLBACK_ALLOWED,
             conditions::blueprint::CRDS_KEPT,
+            conditions::blueprint::CONTENT_TRUSTED,
+            conditions::blueprint::INSTALL_PERMITTED,
         ];
         if !guarded.contains(&condition.type_.as_str()) {
             continue;

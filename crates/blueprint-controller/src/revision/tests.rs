@@ -316,3 +316,99 @@ fn corpus_bundles_fit_in_a_secret() {
         dir.display()
     );
 }
+
+fn sealed_secret(key: &SealKey) -> Secret {
+    let content = content();
+    let mut secret = to_secret(&content, &blueprint()).unwrap();
+    let annotations = secret.metadata.annotations.get_or_insert_default();
+    annotations.insert(
+        annotations::KINDS.into(),
+        "apiextensions.k8s.io/v1/CustomResourceDefinition".into(),
+    );
+    annotations.insert(
+        annotations::CRDS.into(),
+        "databases.acme.windlass.dev".into(),
+    );
+    seal_secret(&mut secret, key, &blueprint(), content.revision);
+    secret
+}
+
+fn key(byte: u8) -> SealKey {
+    SealKey::from_bytes(&[byte; 32]).unwrap()
+}
+
+#[test]
+fn a_sealed_revision_checks_and_any_edit_of_what_windlass_reads_breaks_the_seal() {
+    let secret = sealed_secret(&key(7));
+    assert_eq!(verify_secret(&secret, &key(7), &blueprint(), 3), Ok(()));
+
+    let mut edits: Vec<(&str, Secret)> = Vec::new();
+    let mut data = secret.clone();
+    let mut content = from_secret(&data).unwrap();
+    content.manifests.push(StoredManifest {
+        file: "manifests/escalation.yaml".into(),
+        object: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding"}),
+    });
+    data.data.as_mut().unwrap().insert(
+        revision_secret::DATA_KEY.into(),
+        ByteString(encode(&content).unwrap()),
+    );
+    edits.push(("an added manifest", data));
+    for key_name in [annotations::CRDS, annotations::KINDS, annotations::VERSION] {
+        let mut edited = secret.clone();
+        edited
+            .metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(key_name.into(), "everything.example.com".into());
+        edits.push((key_name, edited));
+    }
+    let mut unsealed = secret.clone();
+    unsealed
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .remove(windlass_api::names::seal::ANNOTATION);
+    edits.push(("no seal", unsealed));
+    for (what, edited) in &edits {
+        assert!(
+            verify_secret(edited, &key(7), &blueprint(), 3).is_err(),
+            "{what} must break the seal"
+        );
+    }
+    assert_eq!(
+        verify_secret(&edits.last().unwrap().1, &key(7), &blueprint(), 3),
+        Err(SealError::Missing)
+    );
+}
+
+#[test]
+fn a_seal_holds_only_for_its_own_blueprint_revision_and_key() {
+    let secret = sealed_secret(&key(7));
+    assert_eq!(
+        verify_secret(&secret, &key(8), &blueprint(), 3),
+        Err(SealError::Mismatch),
+        "another key"
+    );
+    assert_eq!(
+        verify_secret(&secret, &key(7), &blueprint(), 4),
+        Err(SealError::Mismatch),
+        "renumbered"
+    );
+    let mut other = blueprint();
+    other.metadata.uid = Some("2222-3333".into());
+    assert_eq!(
+        verify_secret(&secret, &key(7), &other, 3),
+        Err(SealError::Mismatch),
+        "copied to a Blueprint of the same name that was deleted and created again"
+    );
+    let mut elsewhere = blueprint();
+    elsewhere.metadata.namespace = Some("team-b".into());
+    assert_eq!(
+        verify_secret(&secret, &key(7), &elsewhere, 3),
+        Err(SealError::Mismatch),
+        "copied to another namespace"
+    );
+}

@@ -51,11 +51,12 @@ pub struct ManagerArgs {
 }
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 4] = [
+const CRDS: [&str; 5] = [
     "catalogs.windlass.dev",
     "subscriptions.windlass.dev",
     "blueprints.windlass.dev",
     "clusterserviceversions.windlass.dev",
+    "installpolicies.windlass.dev",
 ];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -161,6 +162,10 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
             .await
             .context("creating the built-in Catalog")?;
     }
+    // Revision content is sealed under a key only the manager reads; every replica shares it.
+    let seal_key = windlass_kit::seal_key::load_or_create(&client, &args.namespace)
+        .await
+        .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
     state.set_ready(true);
     let store = windlass_catalog_store::CatalogStore::new();
     // Boxed: the four controllers' futures together are too large to move on the stack.
@@ -194,6 +199,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     scope.clone(),
                     store.clone(),
                     registry.controller("blueprint"),
+                    seal_key.clone(),
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),

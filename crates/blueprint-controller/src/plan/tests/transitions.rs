@@ -222,6 +222,46 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
 }
 
 #[test]
+fn tampered_content_is_never_applied_and_never_rolled_back_from() {
+    const TAMPERED: &str = "revision Secret team-a/acme-db.r2 fails its seal";
+    // Before the revision started: held, not failed (a failure could trigger a rollback).
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+    world.validation = Validation::Tampered(TAMPERED.into());
+    let held = world.settle();
+    assert_eq!(held.action, Action::Record, "nothing is applied");
+    assert_eq!(world.phase(), BlueprintPhase::Pending);
+    assert!(world.condition_is("ContentTrusted", ConditionStatus::False, "RevisionTampered"));
+    assert_eq!(world.step("CRDs").0, "Blocked");
+    assert!(world.step("CRDs").1.contains(TAMPERED));
+    assert_eq!(world.record(2).started_time, None);
+    assert_eq!(world.status.version.as_deref(), Some("1.0.0"));
+
+    // Once the Secret is stored again from the catalog, the upgrade goes ahead.
+    world.validation = Validation::Ready { kept_crds: vec![] };
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert!(
+        !world
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "ContentTrusted"),
+        "the condition goes once the content checks"
+    );
+}
+
+#[test]
+fn tampered_content_of_a_running_revision_is_not_re_applied() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.validation = Validation::Tampered("fails its seal".into());
+    let decision = world.reconcile();
+    assert_eq!(decision.action, Action::Record, "nothing is re-applied");
+    assert!(world.condition_is("ContentTrusted", ConditionStatus::False, "RevisionTampered"));
+    assert_eq!(world.status.version.as_deref(), Some("1.0.0"));
+}
+
+#[test]
 fn unavailable_content_waits_and_an_invalid_bundle_fails_before_applying() {
     let mut world = World::new();
     world.validation = Validation::Unavailable("catalog builtin is not served".into());

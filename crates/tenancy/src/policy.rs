@@ -1,0 +1,270 @@
+//! InstallPolicies evaluated for one install: which policy permits it, as whom it is installed,
+//! and, when none permits it, a refusal that says what is missing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use windlass_api::{
+    names::reasons::policy as reasons,
+    policy::{ClusterScopedGrant, InstallModeType, InstallPolicy, InstallPolicySpec},
+};
+
+/// The install ServiceAccount when neither the Subscription nor a policy names one.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "windlass-installer";
+
+/// The namespace an install happens in.
+#[derive(Clone, Copy, Debug)]
+pub struct NamespaceFacts<'a> {
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+/// One install to decide on.
+#[derive(Clone, Copy, Debug)]
+pub struct InstallRequest<'a> {
+    pub namespace: NamespaceFacts<'a>,
+    pub package: &'a str,
+    /// The Catalog the bundle was resolved from.
+    pub catalog: Option<&'a str>,
+    pub mode: InstallModeType,
+    pub targets: &'a [String],
+    /// The cluster-scoped grants the bundle needs ([`crate::needs`]).
+    pub needs: &'a BTreeSet<ClusterScopedGrant>,
+    /// The Subscription's `serviceAccountName`.
+    pub service_account: Option<&'a str>,
+}
+
+/// Whom windlass acts as when it installs.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Identity {
+    /// The manager's own identity (trusted namespaces only).
+    Manager,
+    /// A ServiceAccount, impersonated.
+    ServiceAccount { namespace: String, name: String },
+}
+
+impl Identity {
+    /// The user name the API server knows the identity by (`None` for the manager).
+    pub fn username(&self) -> Option<String> {
+        match self {
+            Identity::Manager => None,
+            Identity::ServiceAccount { namespace, name } => {
+                Some(format!("system:serviceaccount:{namespace}:{name}"))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::Manager => f.write_str("the windlass manager"),
+            Identity::ServiceAccount { namespace, name } => {
+                write!(f, "ServiceAccount {namespace}/{name}")
+            }
+        }
+    }
+}
+
+/// An install a policy permits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Permit {
+    /// The policy that permits it (`None`: what every namespace may do without one).
+    pub policy: Option<String>,
+    pub identity: Identity,
+    /// The cluster-scoped objects the manager may create for it.
+    pub granted: BTreeSet<ClusterScopedGrant>,
+}
+
+/// Why no policy permits an install.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// CamelCase, for the condition.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// What each candidate (every matching policy, then the baseline) lacks.
+struct Shortfall {
+    reason: &'static str,
+    problems: Vec<String>,
+}
+
+/// Whether `policy` applies to `namespace`: named in `namespaces`, or matched by
+/// `namespaceSelector` (an empty selector matches every namespace, as in Kubernetes).
+pub fn selects(policy: &InstallPolicySpec, namespace: &NamespaceFacts<'_>) -> bool {
+    policy.namespaces.iter().any(|n| n == namespace.name)
+        || policy
+            .namespace_selector
+            .as_ref()
+            .is_some_and(|s| selector_matches(s, namespace.labels))
+}
+
+fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let labels_match = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let expressions_match = selector.match_expressions.iter().flatten().all(|e| {
+        let values = e.values.as_deref().unwrap_or_default();
+        let value = labels.get(&e.key);
+        match e.operator.as_str() {
+            "In" => value.is_some_and(|v| values.contains(v)),
+            "NotIn" => value.is_none_or(|v| !values.contains(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            // An operator Kubernetes does not know matches nothing, rather than everything.
+            _ => false,
+        }
+    });
+    labels_match && expressions_match
+}
+
+/// What `spec` (or the baseline, `None`) lacks for `request`; empty when it permits it.
+fn shortfall(spec: Option<&InstallPolicySpec>, request: &InstallRequest<'_>) -> Shortfall {
+    let baseline = InstallPolicySpec::default();
+    let spec = spec.unwrap_or(&baseline);
+    let mut reason = "";
+    let mut problems = Vec::new();
+    let mut fail = |r: &'static str, problem: String| {
+        if reason.is_empty() {
+            reason = r;
+        }
+        problems.push(problem);
+    };
+    if let Some(catalog) = request.catalog
+        && !spec.catalogs.is_empty()
+        && !spec.catalogs.iter().any(|c| c == catalog)
+    {
+        fail(
+            reasons::CATALOG_NOT_ALLOWED,
+            format!(
+                "catalog {catalog} is not among {}",
+                spec.catalogs.join(", ")
+            ),
+        );
+    }
+    if !spec.packages.is_empty() && !spec.packages.iter().any(|p| p == request.package) {
+        fail(
+            reasons::PACKAGE_NOT_ALLOWED,
+            format!(
+                "package {} is not among {}",
+                request.package,
+                spec.packages.join(", ")
+            ),
+        );
+    }
+    if request.mode != InstallModeType::OwnNamespace && !spec.install_modes.contains(&request.mode)
+    {
+        fail(
+            reasons::INSTALL_MODE_NOT_ALLOWED,
+            format!("install mode {} is not allowed", request.mode.as_str()),
+        );
+    }
+    if matches!(
+        request.mode,
+        InstallModeType::SingleNamespace | InstallModeType::MultiNamespace
+    ) {
+        let outside: Vec<&str> = request
+            .targets
+            .iter()
+            .map(String::as_str)
+            .filter(|t| *t != request.namespace.name)
+            .filter(|t| !spec.target_namespaces.iter().any(|allowed| allowed == t))
+            .collect();
+        if !outside.is_empty() {
+            fail(
+                reasons::TARGET_NAMESPACE_NOT_ALLOWED,
+                format!("target namespace {} is not allowed", outside.join(", ")),
+            );
+        }
+    }
+    let missing: Vec<&str> = request
+        .needs
+        .iter()
+        .filter(|n| !spec.cluster_scoped.contains(n))
+        .map(|n| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        fail(
+            reasons::CLUSTER_SCOPED_NOT_ALLOWED,
+            format!("cluster-scoped {} not granted", missing.join(", ")),
+        );
+    }
+    Shortfall { reason, problems }
+}
+
+/// Decides `request` against `policies`: the first policy (by name) that permits it wins; the
+/// baseline (OwnNamespace, namespaced objects only, as the install ServiceAccount) applies to
+/// every namespace. A refusal names each candidate and what it lacks.
+pub fn evaluate(
+    request: &InstallRequest<'_>,
+    policies: &[InstallPolicy],
+) -> Result<Permit, Refusal> {
+    let mut matching: Vec<(&str, &InstallPolicySpec)> = policies
+        .iter()
+        .filter(|p| selects(&p.spec, &request.namespace))
+        .map(|p| (p.metadata.name.as_deref().unwrap_or_default(), &p.spec))
+        .collect();
+    matching.sort_by_key(|(name, _)| *name);
+    // The namespace's install ServiceAccount: the Subscription's, else the first policy's that
+    // names one, else the default.
+    let default_account = matching
+        .iter()
+        .find_map(|(_, spec)| spec.service_account_name.as_deref())
+        .unwrap_or(DEFAULT_SERVICE_ACCOUNT);
+    let identity = |spec: Option<&InstallPolicySpec>| match (request.service_account, spec) {
+        (None, Some(spec)) if spec.trusted => Identity::Manager,
+        (explicit, spec) => Identity::ServiceAccount {
+            namespace: request.namespace.name.to_string(),
+            name: explicit
+                .or(spec.and_then(|s| s.service_account_name.as_deref()))
+                .unwrap_or(default_account)
+                .to_string(),
+        },
+    };
+    let mut refusals = Vec::new();
+    for (name, spec) in &matching {
+        let lacks = shortfall(Some(spec), request);
+        if lacks.problems.is_empty() {
+            return Ok(Permit {
+                policy: Some(name.to_string()),
+                identity: identity(Some(spec)),
+                granted: spec.cluster_scoped.iter().copied().collect(),
+            });
+        }
+        refusals.push((format!("InstallPolicy {name}"), lacks));
+    }
+    let lacks = shortfall(None, request);
+    if lacks.problems.is_empty() {
+        // What every namespace may do still applies when no policy permits more: policies
+        // grant, they never take away (a namespace admin can create namespaced objects anyway).
+        return Ok(Permit {
+            policy: None,
+            identity: identity(None),
+            granted: BTreeSet::new(),
+        });
+    }
+    refusals.push(("without a policy".into(), lacks));
+    // The candidate that lacks least says best what to change.
+    refusals.sort_by_key(|(_, lacks)| lacks.problems.len());
+    let reason = refusals[0].1.reason;
+    let details: Vec<String> = refusals
+        .iter()
+        .map(|(who, lacks)| format!("{who}: {}", lacks.problems.join("; ")))
+        .collect();
+    Err(Refusal {
+        reason,
+        message: format!(
+            "namespace {} may not install {} this way: {}",
+            request.namespace.name,
+            request.package,
+            details.join(". ")
+        ),
+    })
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;
