@@ -50,8 +50,10 @@ impl Scope {
     /// The collection of a namespaced kind this scope watches.
     pub fn api<K>(&self, client: &Client) -> Api<K>
     where
-        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned,
-        K: fmt::Debug,
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug,
     {
         match &self.namespace {
             Some(ns) => Api::namespaced(client.clone(), ns),

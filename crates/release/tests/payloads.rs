@@ -7,7 +7,7 @@ use semver::Version;
 use windlass_bundle::files::{FileTree, Limits};
 use windlass_release::graph_build::{PublishedPayload, build_graph};
 use windlass_release::{
-    Action, Capabilities, InclusionOptions, LoadOptions, Payload, PayloadError, Plan,
+    Action, Capabilities, InclusionOptions, LoadOptions, Payload, PayloadError,
 };
 
 fn samples() -> PathBuf {
@@ -202,7 +202,7 @@ fn the_sample_releases_form_the_documented_graph() {
 #[test]
 fn the_minimal_fixture_orders_updater_first_and_documents_in_file_order() {
     let payload = load(&minimal()).unwrap();
-    let plan: Plan = payload.plan(&InclusionOptions::default());
+    let plan = payload.plan(&InclusionOptions::default());
     assert_eq!(shape(&plan.updater), vec![("00".into(), s(&["updater"]))]);
     assert_eq!(
         shape(&plan.levels),

@@ -147,7 +147,7 @@ fn a_policy_grants_what_it_lists_to_the_namespaces_it_selects() {
         needs: [CustomResourceDefinitions].into(),
         ..Case::tenant()
     };
-    assert!(other.decide(&[tenants.clone()]).is_err());
+    assert!(other.decide(std::slice::from_ref(&tenants)).is_err());
     // What it does not list stays refused, and the refusal names the policy.
     let webhooks = Case {
         needs: [CustomResourceDefinitions, Webhooks].into(),
