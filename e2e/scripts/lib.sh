@@ -8,16 +8,19 @@ K8S_VERSION="v1.37.2"
 ETCD_VERSION="v3.6.16"
 KWOK_VERSION="v0.8.0"
 HELM_VERSION="v4.3.1"
+# Only the signature interoperability tests need cosign; `make tools` does not build it.
+COSIGN_VERSION="v3.1.3"
 
 # Built binaries are cached by tool and version outside the checkout, so a second start takes
 # seconds and bumping one tool rebuilds only that tool.
 WINDLASS_CACHE="${WINDLASS_CACHE:-$HOME/.cache/windlass}"
-tool_dir() { # kubernetes|etcd|kwok|helm
+tool_dir() { # kubernetes|etcd|kwok|helm|cosign
   case "$1" in
     kubernetes) echo "$WINDLASS_CACHE/kubernetes-$K8S_VERSION/bin" ;;
     etcd) echo "$WINDLASS_CACHE/etcd-$ETCD_VERSION/bin" ;;
     kwok) echo "$WINDLASS_CACHE/kwok-$KWOK_VERSION/bin" ;;
     helm) echo "$WINDLASS_CACHE/helm-$HELM_VERSION/bin" ;;
+    cosign) echo "$WINDLASS_CACHE/cosign-$COSIGN_VERSION/bin" ;;
     *) die "unknown tool $1" ;;
   esac
 }

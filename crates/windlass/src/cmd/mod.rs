@@ -8,3 +8,4 @@ pub mod catalog;
 pub mod catalog_graph;
 pub mod catalog_render;
 pub mod lifecycle;
+pub mod trust;
