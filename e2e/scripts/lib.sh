@@ -8,7 +8,7 @@ K8S_VERSION="v1.37.2"
 ETCD_VERSION="v3.6.16"
 KWOK_VERSION="v0.8.0"
 HELM_VERSION="v4.3.1"
-# Only the signature interoperability tests need cosign; `make tools` does not build it.
+# Only the signature tests need cosign; `make tools` leaves it out, `make e2e` builds it.
 COSIGN_VERSION="v3.1.3"
 
 # Built binaries are cached by tool and version outside the checkout, so a second start takes
@@ -24,12 +24,30 @@ tool_dir() { # kubernetes|etcd|kwok|helm|cosign
     *) die "unknown tool $1" ;;
   esac
 }
-# The directories to put on PATH so that kubectl and helm are the pinned ones.
-tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm)"; }
+# The directories to put on PATH so that kubectl, helm and cosign are the pinned ones.
+tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm):$(tool_dir cosign)"; }
+# Every binary build-tools.sh builds, as tool:binary. `all` is what `make tools` builds.
+TOOL_BINARIES=(kubernetes:kube-apiserver kubernetes:kube-controller-manager kubernetes:kube-scheduler
+  kubernetes:kubectl etcd:etcd kwok:kwok helm:helm)
+COSIGN_BINARIES=(cosign:cosign cosign:referrers-registry)
+# The binaries of a tool (or of TOOL_BINARIES for `all`) not built yet (none on a warm machine).
+missing_tools() { # [all|kubernetes|etcd|kwok|helm|cosign]
+  local only="${1:-all}" pair
+  for pair in "${TOOL_BINARIES[@]}" "${COSIGN_BINARIES[@]}"; do
+    if [[ "$only" == all && "$pair" == cosign:* ]] || [[ "$only" != all && "${pair%%:*}" != "$only" ]]; then
+      continue
+    fi
+    [[ -x "$(tool_dir "${pair%%:*}")/${pair#*:}" ]] || echo "${pair#*:}"
+  done
+}
 
 # Runtime state of the running cluster: PKI, data, logs, pids, kubeconfig, ports.
 STATE_DIR="${WINDLASS_CLUSTER_DIR:-${TMPDIR:-/tmp}/windlass-cluster}"
 KUBECONFIG_PATH="$STATE_DIR/admin.kubeconfig"
+
+# What to tell a person who lacks Go or Rust (neither comes from apt: Debian's are too old).
+INSTALL_GO="Install Go 1.26 or newer (https://go.dev/dl), put it on PATH, and run this again."
+INSTALL_RUST="Install Rust 1.89 or newer with rustup (https://rustup.rs), and run this again."
 
 log() { printf '[windlass-e2e] %s\n' "$*" >&2; }
 die() { printf '[windlass-e2e] error: %s\n' "$*" >&2; exit 1; }

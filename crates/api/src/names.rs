@@ -187,6 +187,18 @@ pub mod steps {
     pub const CLUSTER_SERVICE_VERSION: &str = "ClusterServiceVersion";
 }
 
+/// The manager's sealing key (`windlass_revisions::seal`): a Secret in the manager's namespace.
+pub mod seal {
+    /// Its name.
+    pub const KEY_SECRET: &str = "windlass-seal-key";
+    /// Its type.
+    pub const KEY_SECRET_TYPE: &str = "windlass.dev/seal-key";
+    /// The data key holding the key's bytes.
+    pub const KEY_DATA: &str = "key";
+    /// The annotation carrying the seal of what an object holds.
+    pub const ANNOTATION: &str = "windlass.dev/seal";
+}
+
 /// How a Blueprint revision is stored in the cluster.
 pub mod revision_secret {
     /// The Secret type of a stored revision.

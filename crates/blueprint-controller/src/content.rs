@@ -18,11 +18,12 @@ use kube::{
 };
 use serde_json::Value;
 use windlass_api::{Blueprint, FIELD_MANAGER};
+use windlass_bundle::crd::safety as crd_safety;
 use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
 use windlass_catalog_store::CatalogStore;
 
 use crate::{
-    Error, build, crd_safety, names,
+    Error, build, names,
     plan::{ContentRequest, CrdPolicy, Refusal, Source, Validation},
     revision::{self, RevisionContent},
 };
@@ -83,7 +84,8 @@ pub async fn validate(
                 kept.push(crd.name().to_string())
             }
             // Already what we would write: nothing can break, no need to read every object.
-            CrdPolicy::Apply if build::is_subset(&crd.object["spec"], &live["spec"]) => {}
+            // Keys the new CRD leaves out count as changes: the forced apply removes them.
+            CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {}
             CrdPolicy::Apply => {
                 let versions = crd_safety::versions_to_check(&live, &crd.object);
                 let existing = existing_objects(client, &live, &versions).await?;

@@ -29,7 +29,7 @@ use windlass_api::{
     BlueprintSpec, BlueprintStatus, CsvPhase, blueprint::BlueprintPhase, config::OperatorConfig,
 };
 
-use crate::crd_safety::Violation;
+use windlass_bundle::crd::safety::Violation;
 
 pub use report::Notice;
 

@@ -84,7 +84,7 @@ pub async fn run(
                 runner::observed(
                     ctx.shell.metrics.as_ref(),
                     blueprint.as_ref(),
-                    reconcile(blueprint.clone(), ctx.clone()),
+                    Box::pin(reconcile(blueprint.clone(), ctx.clone())),
                 )
                 .await
             },

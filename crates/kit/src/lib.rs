@@ -14,13 +14,15 @@
 //!   guarded by the resourceVersion the decision was made from);
 //! - [`Events`] and [`Notice`]: Kubernetes Events with the API's size limits respected;
 //! - [`runner`]: the reconcile span, timing and metrics ([`Metrics`]), the error policy and
-//!   the finalizer wrapper.
+//!   the finalizer wrapper;
+//! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`).
 
 pub mod apply;
 pub mod compare;
 pub mod events;
 pub mod runner;
 pub mod scope;
+pub mod seal_key;
 pub mod status;
 
 pub use apply::{Applied, Applier, ApplyError, ObjectKey};

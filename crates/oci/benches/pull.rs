@@ -32,10 +32,14 @@ fn main() {
         .skip(1)
         .find(|a| Path::new(a).is_dir())
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/corpus/operatorhub/community-kubevirt-hyperconverged/1.4.0")
+        .or_else(|| {
+            windlass_corpus::operatorhub_or_skip()
+                .map(|root| root.join("community-kubevirt-hyperconverged/1.4.0"))
         });
+    let Some(folder) = folder else {
+        eprintln!("no BUNDLE_DIR given and no corpus: nothing to measure");
+        return;
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

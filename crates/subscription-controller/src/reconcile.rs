@@ -142,7 +142,7 @@ pub async fn run(
                 runner::observed(
                     ctx.shell.metrics.as_ref(),
                     sub.as_ref(),
-                    reconcile(sub.clone(), ctx.clone()),
+                    Box::pin(reconcile(sub.clone(), ctx.clone())),
                 )
                 .await
             },

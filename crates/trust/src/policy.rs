@@ -423,10 +423,22 @@ mod tests {
         keys.iter().map(|k| k.to_string()).collect()
     }
 
+    /// Rule keys, requirement, `atLeast`, keys with a valid signature, expected judgement.
+    type JudgementCase<'a> = (
+        &'a [&'a str],
+        Requirement,
+        Option<u32>,
+        &'a [&'a str],
+        Result<(), &'a str>,
+    );
+
+    /// A change that breaks a valid policy, and the field the error must name.
+    type BreakingChange = (Box<dyn Fn(&mut TrustPolicy)>, &'static str);
+
     #[test]
     fn requirements_count_as_documented() {
         use Requirement::*;
-        let table: &[(&[&str], Requirement, Option<u32>, &[&str], Result<(), &str>)] = &[
+        let table: &[JudgementCase<'_>] = &[
             (&["A", "B"], All, None, &["A", "B"], Ok(())),
             (
                 &["A", "B"],
@@ -505,7 +517,7 @@ mod tests {
     #[test]
     fn invalid_policies_name_the_field() {
         assert_eq!(valid_policy().validate(), Ok(()));
-        let cases: Vec<(Box<dyn Fn(&mut TrustPolicy)>, &str)> = vec![
+        let cases: Vec<BreakingChange> = vec![
             (Box::new(|p| p.rules[0].keys.push("C".into())), "rules[0].keys[2]"),
             (Box::new(|p| p.rules[0].keys.push("A".into())), "rules[0].keys[2]"),
             (Box::new(|p| p.rules[0].at_least = Some(3)), "rules[0].atLeast"),

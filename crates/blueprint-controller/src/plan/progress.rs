@@ -18,7 +18,7 @@ use super::{
     intent::{self, Start, StartKind},
     report::{Draft, Stage},
 };
-use crate::crd_safety;
+use windlass_bundle::crd::safety as crd_safety;
 
 /// Right after a write of our own: its watch event usually comes first anyway.
 const SOON: Duration = Duration::from_secs(1);

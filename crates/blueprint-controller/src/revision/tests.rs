@@ -237,18 +237,7 @@ fn prune_table() {
 }
 
 fn corpus() -> Option<PathBuf> {
-    let root = match std::env::var("WINDLASS_CORPUS") {
-        Ok(v) if v == "skip" => return None,
-        Ok(v) => PathBuf::from(v),
-        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-    };
-    let dir = root.join("operatorhub");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: no corpus at {}", dir.display());
-        None
-    }
+    windlass_corpus::operatorhub_or_skip()
 }
 
 fn highest_version(package: &Path) -> Option<PathBuf> {

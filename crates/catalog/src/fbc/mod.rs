@@ -250,6 +250,30 @@ fn add_blob(file: &Path, blob: Value, loaded: &mut Loaded) -> Result<(), LoadErr
                     return Ok(());
                 }
             };
+            for (i, property) in b.properties.iter().enumerate() {
+                let Property::Other { type_, value } = property else {
+                    continue;
+                };
+                if type_ != crate::constraint::CONSTRAINT_TYPE {
+                    continue;
+                }
+                if let Err(e) = crate::constraint::Constraint::parse(value) {
+                    let field = match e.field.as_str() {
+                        "" => format!("properties[{i}].value"),
+                        inner => format!("properties[{i}].value.{inner}"),
+                    };
+                    loaded.issues.push(LoadIssue::new(
+                        Severity::Error,
+                        IssueKind::BadConstraint,
+                        Some(&b.package),
+                        file.display().to_string(),
+                        format!(
+                            "olm.bundle {}: {field}: {}; resolution never chooses this bundle",
+                            b.name, e.problem
+                        ),
+                    ));
+                }
+            }
             let bundle = Bundle {
                 name: b.name.clone(),
                 package: b.package.clone(),

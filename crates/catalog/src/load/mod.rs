@@ -80,6 +80,9 @@ pub enum IssueKind {
     UnknownSchema,
     /// The package file itself is unusable.
     BadPackageFile,
+    /// An `olm.constraint` cannot be read or compiled; the bundle stays in the catalog, but
+    /// resolution never chooses it.
+    BadConstraint,
 }
 
 impl LoadIssue {
@@ -446,6 +449,18 @@ pub(crate) fn add_bundle(
             ),
         ));
         return None;
+    }
+    for unusable in crate::constraint::unusable_in_bundle(&bundle) {
+        loaded.issues.push(LoadIssue::new(
+            Severity::Error,
+            IssueKind::BadConstraint,
+            Some(&name),
+            bundle.path_of(unusable.file).display().to_string(),
+            format!(
+                "{}: {} (bundle {csv_name}); resolution never chooses this bundle",
+                unusable.field, unusable.error.problem
+            ),
+        ));
     }
     package.bundles.insert(
         csv_name.clone(),

@@ -8,4 +8,7 @@ pub mod catalog;
 pub mod catalog_graph;
 pub mod catalog_render;
 pub mod lifecycle;
+pub mod release;
+pub mod release_graph;
+pub mod release_registry;
 pub mod trust;

@@ -163,7 +163,8 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     }
     state.set_ready(true);
     let store = windlass_catalog_store::CatalogStore::new();
-    let controllers = async {
+    // Boxed: the four controllers' futures together are too large to move on the stack.
+    let controllers = Box::pin(async {
         tokio::join!(
             scope::only_if(
                 runs(scope::Controller::Catalog),
@@ -206,7 +207,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                 ),
             ),
         );
-    };
+    });
     match leadership {
         Some(held) => {
             tokio::select! {
