@@ -272,7 +272,10 @@ impl RegistryClient {
             .pull_blob_stream(&parsed, &descriptor)
             .await
             .map_err(|e| map_error(&parsed, e))?;
-        if stream.content_length.is_some_and(|length| length > max_bytes) {
+        if stream
+            .content_length
+            .is_some_and(|length| length > max_bytes)
+        {
             return Err(OciError::TooLarge {
                 reference,
                 limit: max_bytes,

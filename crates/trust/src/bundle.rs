@@ -94,7 +94,10 @@ impl Bundle {
         };
         Ok(Bundle {
             media_type: json.media_type,
-            public_key_hint: material.public_key.map(|k| k.hint).filter(|h| !h.is_empty()),
+            public_key_hint: material
+                .public_key
+                .map(|k| k.hint)
+                .filter(|h| !h.is_empty()),
             has_certificate: material.certificate.is_some()
                 || material.x509_certificate_chain.is_some(),
             tlog_entries: material.tlog_entries.len(),
@@ -148,9 +151,19 @@ mod tests {
     #[test]
     fn other_versions_and_contents_are_named() {
         let v01 = br#"{"mediaType":"application/vnd.dev.sigstore.bundle+json;version=0.1","dsseEnvelope":{"payload":"","payloadType":"t"}}"#;
-        assert!(Bundle::parse(v01).unwrap_err().to_string().contains("version=0.1"));
+        assert!(
+            Bundle::parse(v01)
+                .unwrap_err()
+                .to_string()
+                .contains("version=0.1")
+        );
         let blob = br#"{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","messageSignature":{"signature":"AQ=="}}"#;
-        assert!(Bundle::parse(blob).unwrap_err().to_string().contains("message signature"));
+        assert!(
+            Bundle::parse(blob)
+                .unwrap_err()
+                .to_string()
+                .contains("message signature")
+        );
         assert!(Bundle::parse(b"null").is_err());
     }
 }

@@ -199,7 +199,9 @@ pub fn check_simple_signing(
 /// Checks whatever discovery found.
 pub fn check_candidate(candidate: &Candidate, digest: &str, keys: &KeyRing<'_>) -> SignatureCheck {
     let (format, outcome) = match &candidate.content {
-        CandidateContent::Bundle { bytes } => (SignatureFormat::Bundle, check_bundle(bytes, digest, keys)),
+        CandidateContent::Bundle { bytes } => {
+            (SignatureFormat::Bundle, check_bundle(bytes, digest, keys))
+        }
         CandidateContent::SimpleSigning { payload, signature } => (
             SignatureFormat::SimpleSigning,
             check_simple_signing(payload, signature.as_deref(), digest, keys),
@@ -247,7 +249,10 @@ mod tests {
         let CheckOutcome::Invalid { reason } = check_bundle(&good, &digest(1), &only_b) else {
             panic!()
         };
-        assert!(reason.starts_with("signed by a key the policy does not trust"), "{reason}");
+        assert!(
+            reason.starts_with("signed by a key the policy does not trust"),
+            "{reason}"
+        );
 
         // Swap the payload for one naming another digest, keep the signature.
         let mut json: serde_json::Value = serde_json::from_slice(&good).unwrap();
@@ -274,7 +279,10 @@ mod tests {
         statement.predicate_type = "https://spdx.dev/Document".into();
         let bytes = sign::bundle_for_statement(&key, &statement);
         let outcome = check_bundle(&bytes, &digest(1), &[("A".to_string(), &public)]);
-        assert!(matches!(outcome, CheckOutcome::NotASignature { .. }), "{outcome:?}");
+        assert!(
+            matches!(outcome, CheckOutcome::NotASignature { .. }),
+            "{outcome:?}"
+        );
     }
 
     #[test]

@@ -63,8 +63,7 @@ fn derive(password: &[u8], salt: &[u8], n: u64, r: u32, p: u32) -> Result<[u8; 3
     let params = scrypt::Params::new(log_n, r, p, 32)
         .map_err(|e| format!("scrypt parameters N={n} r={r} p={p}: {e}"))?;
     let mut key = [0u8; 32];
-    scrypt::scrypt(password, salt, &params, &mut key)
-        .map_err(|e| format!("scrypt: {e}"))?;
+    scrypt::scrypt(password, salt, &params, &mut key).map_err(|e| format!("scrypt: {e}"))?;
     Ok(key)
 }
 
@@ -139,7 +138,11 @@ mod tests {
     fn decrypts_what_it_encrypts_and_refuses_a_wrong_password() {
         let sealed = encrypt(b"pkcs8 bytes", b"pw");
         assert_eq!(decrypt(&sealed, b"pw").unwrap(), b"pkcs8 bytes");
-        assert!(decrypt(&sealed, b"other").unwrap_err().contains("wrong password"));
+        assert!(
+            decrypt(&sealed, b"other")
+                .unwrap_err()
+                .contains("wrong password")
+        );
     }
 
     #[test]
@@ -147,11 +150,19 @@ mod tests {
         let mut sealed: serde_json::Value = serde_json::from_slice(&encrypt(b"k", b"pw")).unwrap();
         sealed["kdf"]["params"]["N"] = serde_json::json!(1u64 << 40);
         let body = serde_json::to_vec(&sealed).unwrap();
-        assert!(decrypt(&body, b"pw").unwrap_err().contains("unsupported scrypt"));
+        assert!(
+            decrypt(&body, b"pw")
+                .unwrap_err()
+                .contains("unsupported scrypt")
+        );
         sealed["kdf"]["params"]["N"] = serde_json::json!(65536);
         sealed["cipher"]["name"] = serde_json::json!("aes");
         let body = serde_json::to_vec(&sealed).unwrap();
-        assert!(decrypt(&body, b"pw").unwrap_err().contains("unknown cipher"));
+        assert!(
+            decrypt(&body, b"pw")
+                .unwrap_err()
+                .contains("unknown cipher")
+        );
         assert!(decrypt(b"{", b"pw").unwrap_err().contains("JSON"));
     }
 
@@ -163,8 +174,12 @@ mod tests {
         let key = [7u8; 32];
         let nonce = [9u8; 24];
         let cipher = XSalsa20Poly1305::new(&key.into());
-        let a = cipher.encrypt(Nonce::from_slice(&nonce), &[0u8; 8][..]).unwrap();
-        let b = cipher.encrypt(Nonce::from_slice(&nonce), &[1u8, 0, 0, 0, 0, 0, 0, 0][..]).unwrap();
+        let a = cipher
+            .encrypt(Nonce::from_slice(&nonce), &[0u8; 8][..])
+            .unwrap();
+        let b = cipher
+            .encrypt(Nonce::from_slice(&nonce), &[1u8, 0, 0, 0, 0, 0, 0, 0][..])
+            .unwrap();
         assert_eq!(a.len(), 24);
         assert_eq!(a[16] ^ b[16], 1);
         assert_eq!(a[17..], b[17..]);

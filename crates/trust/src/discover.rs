@@ -324,7 +324,11 @@ impl<S: SignatureSource> Reader<'_, S> {
             Ok(manifest) => manifest,
             Err(e) => {
                 if self.room() {
-                    self.unreadable(format!("tag {tag}"), SignatureFormat::SimpleSigning, e.to_string());
+                    self.unreadable(
+                        format!("tag {tag}"),
+                        SignatureFormat::SimpleSigning,
+                        e.to_string(),
+                    );
                 }
                 return Ok(());
             }

@@ -116,9 +116,10 @@ impl Envelope {
 
     /// Reads a bare DSSE envelope (`{"payload":..,"payloadType":..,"signatures":[..]}`).
     pub fn parse(bytes: &[u8]) -> Result<Self, FormatError> {
-        let json: EnvelopeJson = serde_json::from_slice(bytes).map_err(|e| FormatError::Envelope {
-            message: e.to_string(),
-        })?;
+        let json: EnvelopeJson =
+            serde_json::from_slice(bytes).map_err(|e| FormatError::Envelope {
+                message: e.to_string(),
+            })?;
         Self::from_json(json)
     }
 
@@ -156,7 +157,10 @@ impl Statement {
             serde_json::from_slice(bytes).map_err(|e| FormatError::Statement {
                 message: e.to_string(),
             })?;
-        if !statement.statement_type.starts_with("https://in-toto.io/Statement/") {
+        if !statement
+            .statement_type
+            .starts_with("https://in-toto.io/Statement/")
+        {
             return Err(FormatError::Statement {
                 message: format!(
                     "_type is `{}`, not an in-toto statement",
@@ -204,7 +208,10 @@ mod tests {
         );
         assert_eq!(pae("", b""), b"DSSEv1 0  0 ".to_vec());
         // Lengths count bytes, not characters.
-        assert_eq!(pae("t", "é".as_bytes()), "DSSEv1 1 t 2 é".as_bytes().to_vec());
+        assert_eq!(
+            pae("t", "é".as_bytes()),
+            "DSSEv1 1 t 2 é".as_bytes().to_vec()
+        );
     }
 
     #[test]

@@ -106,12 +106,11 @@ fn pem_block(text: &[u8], source_name: &str) -> Result<(String, Vec<u8>), KeyErr
         .find("-----")
         .ok_or_else(|| not_pem("the `-----END` line is not closed"))?;
     let block = &block[..end + 9 + close + 5];
-    let (label, bytes) = pkcs8::der::pem::decode_vec(block.as_bytes()).map_err(|e| {
-        KeyError::NotPem {
+    let (label, bytes) =
+        pkcs8::der::pem::decode_vec(block.as_bytes()).map_err(|e| KeyError::NotPem {
             source_name: source_name.into(),
             message: e.to_string(),
-        }
-    })?;
+        })?;
     Ok((label.to_string(), bytes))
 }
 
@@ -144,9 +143,11 @@ impl PublicKey {
             .and_then(|p| p.decode_as::<spki::ObjectIdentifier>().ok())
             .map(|p| p.to_string());
         match (oid.as_str(), parameter.as_deref()) {
-            (OID_EC_PUBLIC_KEY, Some(OID_P256)) => p256::ecdsa::VerifyingKey::from_public_key_der(der)
-                .map(PublicKey::EcdsaP256)
-                .map_err(|e| malformed(format!("ECDSA P-256 key: {e}"))),
+            (OID_EC_PUBLIC_KEY, Some(OID_P256)) => {
+                p256::ecdsa::VerifyingKey::from_public_key_der(der)
+                    .map(PublicKey::EcdsaP256)
+                    .map_err(|e| malformed(format!("ECDSA P-256 key: {e}")))
+            }
             (OID_ED25519, _) => ed25519_dalek::VerifyingKey::from_public_key_der(der)
                 .map(PublicKey::Ed25519)
                 .map_err(|e| malformed(format!("Ed25519 key: {e}"))),
@@ -226,7 +227,12 @@ pub enum PrivateKey {
 impl std::fmt::Debug for PrivateKey {
     // Never print key material.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PrivateKey({}, {})", self.algorithm(), self.public_key().fingerprint())
+        write!(
+            f,
+            "PrivateKey({}, {})",
+            self.algorithm(),
+            self.public_key().fingerprint()
+        )
     }
 }
 
@@ -254,12 +260,11 @@ impl PrivateKey {
             }
             "PRIVATE KEY" => body,
             "EC PRIVATE KEY" => {
-                let secret = p256::SecretKey::from_sec1_der(&body).map_err(|e| {
-                    KeyError::Malformed {
+                let secret =
+                    p256::SecretKey::from_sec1_der(&body).map_err(|e| KeyError::Malformed {
                         source_name: source_name.into(),
                         message: format!("EC private key (SEC1, P-256 expected): {e}"),
-                    }
-                })?;
+                    })?;
                 return Ok(PrivateKey::EcdsaP256(secret.into()));
             }
             _ => {
@@ -376,7 +381,10 @@ mod tests {
     fn signatures_verify_only_for_their_message_and_key() {
         for (key, other) in [
             (PrivateKey::generate_p256(), PrivateKey::generate_p256()),
-            (PrivateKey::generate_ed25519(), PrivateKey::generate_ed25519()),
+            (
+                PrivateKey::generate_ed25519(),
+                PrivateKey::generate_ed25519(),
+            ),
         ] {
             let signature = key.sign(b"payload");
             assert!(key.public_key().verify(b"payload", &signature));
@@ -418,7 +426,9 @@ mod tests {
     fn wrong_blocks_and_algorithms_are_named() {
         let key = PrivateKey::generate_p256();
         let error = PublicKey::from_pem(key.to_pkcs8_pem().as_bytes(), "k.pub").unwrap_err();
-        assert!(matches!(error, KeyError::NotAPublicKey { ref label, .. } if label == "PRIVATE KEY"));
+        assert!(
+            matches!(error, KeyError::NotAPublicKey { ref label, .. } if label == "PRIVATE KEY")
+        );
         let error = PublicKey::from_pem(b"hello", "k.pub").unwrap_err();
         assert!(matches!(error, KeyError::NotPem { .. }), "{error}");
         let public_pem = key.public_key().to_pem();
@@ -439,7 +449,10 @@ WxO/pD+6aZlPqi8pi1O+7DRB0puWBABo5UIOpI641W7OL4SRocKzTh8VXcmfHn0X
     #[test]
     fn pem_with_surrounding_text_and_crlf_reads() {
         let key = PrivateKey::generate_ed25519().public_key();
-        let text = format!("# release key\r\n{}\r\n", key.to_pem().replace('\n', "\r\n"));
+        let text = format!(
+            "# release key\r\n{}\r\n",
+            key.to_pem().replace('\n', "\r\n")
+        );
         assert_eq!(PublicKey::from_pem(text.as_bytes(), "k").unwrap(), key);
     }
 }

@@ -45,7 +45,10 @@ pub fn signature_tag(digest: &str) -> String {
 /// Whether `digest` is `sha256:` and 64 lowercase hex digits, the only form signatures use.
 pub fn is_sha256_digest(digest: &str) -> bool {
     digest.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -141,8 +144,14 @@ pub fn bundle_referrer(
         layers: vec![Descriptor::of(bundle_type, bundle)],
         annotations: Some(
             [
-                (BUNDLE_CONTENT_ANNOTATION.to_string(), "dsse-envelope".to_string()),
-                (BUNDLE_PREDICATE_ANNOTATION.to_string(), predicate_type.to_string()),
+                (
+                    BUNDLE_CONTENT_ANNOTATION.to_string(),
+                    "dsse-envelope".to_string(),
+                ),
+                (
+                    BUNDLE_PREDICATE_ANNOTATION.to_string(),
+                    predicate_type.to_string(),
+                ),
                 (CREATED_ANNOTATION.to_string(), created_rfc3339.to_string()),
             ]
             .into(),
@@ -163,9 +172,11 @@ pub fn index_with_referrer(
     referrer: Descriptor,
 ) -> Result<Option<Vec<u8>>, FormatError> {
     let mut index = match existing {
-        Some(bytes) => serde_json::from_slice::<Index>(bytes).map_err(|e| FormatError::Manifest {
-            message: format!("the referrers tag holds no OCI index: {e}"),
-        })?,
+        Some(bytes) => {
+            serde_json::from_slice::<Index>(bytes).map_err(|e| FormatError::Manifest {
+                message: format!("the referrers tag holds no OCI index: {e}"),
+            })?
+        }
         None => Index {
             schema_version: 2,
             media_type: OCI_INDEX.into(),
@@ -177,7 +188,9 @@ pub fn index_with_referrer(
     }
     index.manifests.push(referrer);
     index.manifests.sort_by(|a, b| a.digest.cmp(&b.digest));
-    Ok(Some(serde_json::to_vec(&index).expect("an index serialises")))
+    Ok(Some(
+        serde_json::to_vec(&index).expect("an index serialises"),
+    ))
 }
 
 /// The config of a `.sig` image, as go-containerregistry builds it for an empty image with
@@ -264,7 +277,9 @@ pub fn signature_image_with(
     manifest.layers.push(layer);
     // Uncompressed layers: the diff ID is the layer digest.
     config.rootfs.diff_ids.push(payload_digest);
-    config.history.push(serde_json::json!({ "created": ZERO_TIME }));
+    config
+        .history
+        .push(serde_json::json!({ "created": ZERO_TIME }));
     let config_bytes = serde_json::to_vec(&config).expect("a config serialises");
     manifest.config = Descriptor::of(OCI_CONFIG, &config_bytes);
     Ok(Some((manifest, config_bytes)))
@@ -277,8 +292,14 @@ mod tests {
     #[test]
     fn tags_follow_the_schemas() {
         let digest = format!("sha256:{}", "a1".repeat(32));
-        assert_eq!(referrers_tag(&digest), format!("sha256-{}", "a1".repeat(32)));
-        assert_eq!(signature_tag(&digest), format!("sha256-{}.sig", "a1".repeat(32)));
+        assert_eq!(
+            referrers_tag(&digest),
+            format!("sha256-{}", "a1".repeat(32))
+        );
+        assert_eq!(
+            signature_tag(&digest),
+            format!("sha256-{}.sig", "a1".repeat(32))
+        );
         assert!(is_sha256_digest(&digest));
         assert!(!is_sha256_digest("sha256:ABC"));
         assert!(!is_sha256_digest(&digest.replace("sha256", "sha512")));
@@ -289,12 +310,18 @@ mod tests {
         let a = Descriptor::of(OCI_MANIFEST, b"a");
         let b = Descriptor::of(OCI_MANIFEST, b"b");
         let first = index_with_referrer(None, b.clone()).unwrap().unwrap();
-        let second = index_with_referrer(Some(&first), a.clone()).unwrap().unwrap();
+        let second = index_with_referrer(Some(&first), a.clone())
+            .unwrap()
+            .unwrap();
         let index: Index = serde_json::from_slice(&second).unwrap();
         let mut expected = vec![a.digest.clone(), b.digest.clone()];
         expected.sort();
         assert_eq!(
-            index.manifests.iter().map(|m| m.digest.clone()).collect::<Vec<_>>(),
+            index
+                .manifests
+                .iter()
+                .map(|m| m.digest.clone())
+                .collect::<Vec<_>>(),
             expected
         );
         assert_eq!(index_with_referrer(Some(&second), a).unwrap(), None);
@@ -303,14 +330,17 @@ mod tests {
 
     #[test]
     fn signature_layers_append_and_duplicates_are_skipped() {
-        let (manifest, config) = signature_image_with(None, b"payload-1", "c2ln").unwrap().unwrap();
+        let (manifest, config) = signature_image_with(None, b"payload-1", "c2ln")
+            .unwrap()
+            .unwrap();
         assert_eq!(manifest.layers.len(), 1);
         assert_eq!(manifest.config.digest, sha256_digest(&config));
         let again = signature_image_with(Some((&manifest, &config)), b"payload-1", "c2ln").unwrap();
         assert!(again.is_none());
-        let (two, config_two) = signature_image_with(Some((&manifest, &config)), b"payload-1", "b3RoZXI=")
-            .unwrap()
-            .unwrap();
+        let (two, config_two) =
+            signature_image_with(Some((&manifest, &config)), b"payload-1", "b3RoZXI=")
+                .unwrap()
+                .unwrap();
         assert_eq!(two.layers.len(), 2);
         let parsed: SignatureImageConfig = serde_json::from_slice(&config_two).unwrap();
         assert_eq!(parsed.rootfs.diff_ids.len(), 2);

@@ -79,9 +79,7 @@ impl std::fmt::Display for ArtifactClass {
 }
 
 /// How many of a rule's keys must have signed.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Requirement {
     /// Every listed key.
     #[default]
@@ -93,9 +91,7 @@ pub enum Requirement {
 }
 
 /// What to do with an artifact that carries no signature at all.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum UnsignedAction {
     /// Refuse it.
     #[default]
@@ -285,7 +281,10 @@ impl TrustPolicy {
                 (Requirement::AtLeast, Some(n)) if n == 0 || n as usize > rule.keys.len() => {
                     return Err(policy_error(
                         format!("rules[{i}].atLeast"),
-                        format!("must be between 1 and {} (the number of keys)", rule.keys.len()),
+                        format!(
+                            "must be between 1 and {} (the number of keys)",
+                            rule.keys.len()
+                        ),
                     ));
                 }
                 (Requirement::All | Requirement::Any, Some(_)) => {
@@ -313,11 +312,7 @@ impl TrustPolicy {
     }
 
     /// The rules that cover an artifact, with their indexes.
-    pub fn rules_for(
-        &self,
-        class: ArtifactClass,
-        repository: &str,
-    ) -> Vec<(usize, &TrustRule)> {
+    pub fn rules_for(&self, class: ArtifactClass, repository: &str) -> Vec<(usize, &TrustRule)> {
         self.rules
             .iter()
             .enumerate()
@@ -372,7 +367,10 @@ pub fn list_names<S: AsRef<str>>(names: &[S]) -> String {
         [one] => one.as_ref().to_string(),
         [init @ .., last] => format!(
             "{} and {}",
-            init.iter().map(|s| s.as_ref()).collect::<Vec<_>>().join(", "),
+            init.iter()
+                .map(|s| s.as_ref())
+                .collect::<Vec<_>>()
+                .join(", "),
             last.as_ref()
         ),
     }
@@ -381,7 +379,11 @@ pub fn list_names<S: AsRef<str>>(names: &[S]) -> String {
 /// Whether `rule` is met by the keys that signed (`signed_by`), and if not, what a person
 /// needs to know: "needs keys A and B; found a valid signature by A only".
 pub fn judge_rule(rule: &TrustRule, signed_by: &BTreeSet<String>) -> Result<(), String> {
-    let found: Vec<&String> = rule.keys.iter().filter(|k| signed_by.contains(*k)).collect();
+    let found: Vec<&String> = rule
+        .keys
+        .iter()
+        .filter(|k| signed_by.contains(*k))
+        .collect();
     if found.len() >= rule.needed() {
         return Ok(());
     }
@@ -454,7 +456,13 @@ mod tests {
                 &[],
                 Err("needs keys A and B; found no valid signature by any of them"),
             ),
-            (&["A"], All, None, &[], Err("needs key A; found no valid signature by any of them")),
+            (
+                &["A"],
+                All,
+                None,
+                &[],
+                Err("needs key A; found no valid signature by any of them"),
+            ),
             (&["A", "B"], Any, None, &["B"], Ok(())),
             (
                 &["A", "B"],
@@ -469,9 +477,17 @@ mod tests {
                 AtLeast,
                 Some(2),
                 &["B"],
-                Err("needs signatures by at least 2 of A, B and C; found a valid signature by B only"),
+                Err(
+                    "needs signatures by at least 2 of A, B and C; found a valid signature by B only",
+                ),
             ),
-            (&["A", "B", "C"], AtLeast, Some(3), &["A", "B", "C", "D"], Ok(())),
+            (
+                &["A", "B", "C"],
+                AtLeast,
+                Some(3),
+                &["A", "B", "C", "D"],
+                Ok(()),
+            ),
         ];
         for (keys, require, at_least, found, expected) in table {
             let got = judge_rule(&rule(keys, *require, *at_least), &signed(found));
@@ -518,17 +534,32 @@ mod tests {
     fn invalid_policies_name_the_field() {
         assert_eq!(valid_policy().validate(), Ok(()));
         let cases: Vec<BreakingChange> = vec![
-            (Box::new(|p| p.rules[0].keys.push("C".into())), "rules[0].keys[2]"),
-            (Box::new(|p| p.rules[0].keys.push("A".into())), "rules[0].keys[2]"),
-            (Box::new(|p| p.rules[0].at_least = Some(3)), "rules[0].atLeast"),
-            (Box::new(|p| p.rules[0].at_least = Some(0)), "rules[0].atLeast"),
+            (
+                Box::new(|p| p.rules[0].keys.push("C".into())),
+                "rules[0].keys[2]",
+            ),
+            (
+                Box::new(|p| p.rules[0].keys.push("A".into())),
+                "rules[0].keys[2]",
+            ),
+            (
+                Box::new(|p| p.rules[0].at_least = Some(3)),
+                "rules[0].atLeast",
+            ),
+            (
+                Box::new(|p| p.rules[0].at_least = Some(0)),
+                "rules[0].atLeast",
+            ),
             (Box::new(|p| p.rules[0].at_least = None), "rules[0].atLeast"),
             (
                 Box::new(|p| p.rules[0].require = Requirement::All),
                 "rules[0].atLeast",
             ),
             (Box::new(|p| p.rules[0].keys.clear()), "rules[0].keys"),
-            (Box::new(|p| p.rules[0].images = vec!["[".into()]), "rules[0].images[0]"),
+            (
+                Box::new(|p| p.rules[0].images = vec!["[".into()]),
+                "rules[0].images[0]",
+            ),
             (Box::new(|p| p.keys[1].name = "A".into()), "keys[1].name"),
             (Box::new(|p| p.keys[0].name = " ".into()), "keys[0].name"),
             (

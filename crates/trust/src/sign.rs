@@ -5,7 +5,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use windlass_oci::RegistryClient;
 
 use crate::bundle::Bundle;
-use crate::dsse::{COSIGN_SIGN_PREDICATE, Envelope, EnvelopeSignature, IN_TOTO_PAYLOAD_TYPE, Statement, encode_base64};
+use crate::dsse::{
+    COSIGN_SIGN_PREDICATE, Envelope, EnvelopeSignature, IN_TOTO_PAYLOAD_TYPE, Statement,
+    encode_base64,
+};
 use crate::keys::PrivateKey;
 use crate::layout::{self, Descriptor, Manifest};
 use crate::{TrustError, simple_signing};
@@ -206,7 +209,12 @@ async fn publish_legacy(
     client.push_blob(repository, &payload).await?;
     client.push_blob(repository, &config).await?;
     let manifest_digest = client
-        .push_manifest(repository, Some(&tag), &manifest.to_bytes(), layout::OCI_MANIFEST)
+        .push_manifest(
+            repository,
+            Some(&tag),
+            &manifest.to_bytes(),
+            layout::OCI_MANIFEST,
+        )
         .await?;
     Ok(Published {
         repository: repository.into(),

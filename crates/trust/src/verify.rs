@@ -16,12 +16,12 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::TrustError;
 use crate::check::{CheckOutcome, KeyRing, SignatureCheck, check_candidate};
 use crate::discover::{Limits, SignatureSource, discover};
 use crate::keys::PublicKey;
 use crate::layout;
 use crate::policy::{ArtifactClass, TrustPolicy, UnsignedAction, judge_rule};
-use crate::TrustError;
 
 /// Looks up key material by the names a policy uses. A controller reads Secrets or
 /// ConfigMaps; the CLI reads files. An `Err` is a message naming where the key should be.
@@ -163,13 +163,19 @@ fn resolve_keys(
         };
         match resolver.resolve(name) {
             Err(message) => {
-                resolved.material.insert(name.clone(), format!("unresolved: {message}"));
-                resolved.notes.push(format!("key {name} cannot be used: {message}"));
+                resolved
+                    .material
+                    .insert(name.clone(), format!("unresolved: {message}"));
+                resolved
+                    .notes
+                    .push(format!("key {name} cannot be used: {message}"));
             }
             Ok(key) => {
                 resolved.material.insert(name.clone(), key.fingerprint());
                 if let Some(why) = trusted.outside_window(now) {
-                    resolved.notes.push(format!("{why}; its signatures do not count"));
+                    resolved
+                        .notes
+                        .push(format!("{why}; its signatures do not count"));
                 } else {
                     if let Some(until) = trusted.not_after {
                         resolved.valid_until.insert(name.clone(), until);
@@ -273,8 +279,11 @@ impl<S: SignatureSource> Verifier<S> {
         }
 
         let found = discover(&self.source, &repository, &artifact.digest, self.limits).await?;
-        let ring: Vec<(String, &PublicKey)> =
-            resolved.usable.iter().map(|(n, k)| (n.clone(), k)).collect();
+        let ring: Vec<(String, &PublicKey)> = resolved
+            .usable
+            .iter()
+            .map(|(n, k)| (n.clone(), k))
+            .collect();
         let ring: &KeyRing<'_> = &ring;
         verdict.signatures = found
             .candidates

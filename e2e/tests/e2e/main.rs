@@ -29,5 +29,6 @@ mod manager_kills;
 mod oci_bundles;
 mod registry_and_helm;
 mod release_payloads;
+mod signatures;
 mod subscription_dependencies;
 mod subscription_status;

@@ -96,7 +96,9 @@ fn key_argument(value: &str) -> anyhow::Result<(String, PathBuf)> {
         .file_stem()
         .and_then(|s| s.to_str())
         .filter(|s| !s.is_empty())
-        .with_context(|| format!("--key {value}: cannot name the key after the file; write NAME={value}"))?
+        .with_context(|| {
+            format!("--key {value}: cannot name the key after the file; write NAME={value}")
+        })?
         .to_string();
     Ok((name, path))
 }
@@ -118,9 +120,11 @@ fn read_policy(path: &Path) -> anyhow::Result<TrustPolicy> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let policy: TrustPolicy = if text.trim_start().starts_with('{') {
-        serde_json::from_str(&text).with_context(|| format!("{}: not a trust policy", path.display()))?
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a trust policy", path.display()))?
     } else {
-        serde_saphyr::from_str(&text).with_context(|| format!("{}: not a trust policy", path.display()))?
+        serde_saphyr::from_str(&text)
+            .with_context(|| format!("{}: not a trust policy", path.display()))?
     };
     policy
         .validate()
@@ -170,18 +174,29 @@ fn sign_inner(args: SignArgs) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async {
         let (repository, digest) = resolve(&client, &args.reference).await?;
         if !args.reference.contains('@') {
-            eprintln!("signing {repository}@{digest}, the digest {} points at now", args.reference);
+            eprintln!(
+                "signing {repository}@{digest}, the digest {} points at now",
+                args.reference
+            );
         }
-        let published =
-            publish_signature(&client, &repository, &digest, &key, format, chrono::Utc::now())
-                .await?;
+        let published = publish_signature(
+            &client,
+            &repository,
+            &digest,
+            &key,
+            format,
+            chrono::Utc::now(),
+        )
+        .await?;
         let place = match (&published.tag, format) {
-            (_, SignatureFormatChoice::Legacy) => format!(
-                "tag {}",
-                published.tag.as_deref().unwrap_or_default()
-            ),
+            (_, SignatureFormatChoice::Legacy) => {
+                format!("tag {}", published.tag.as_deref().unwrap_or_default())
+            }
             (Some(tag), SignatureFormatChoice::Bundle) => {
-                format!("referrer {} (listed in tag {tag})", published.manifest_digest)
+                format!(
+                    "referrer {} (listed in tag {tag})",
+                    published.manifest_digest
+                )
             }
             (None, SignatureFormatChoice::Bundle) => {
                 format!("referrer {}", published.manifest_digest)
