@@ -51,6 +51,7 @@ E2E_MODULES ?=
 .PHONY: e2e
 e2e: ## End-to-end tests against the local control plane (starts it and the manager if needed)
 	$(E2E)/prerequisites.sh test
+	$(E2E)/build-tools.sh cosign
 	$(CARGO) build --workspace --all-targets
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass CARGO=$(CARGO) $(E2E)/with-cluster.sh $(E2E)/e2e-tests.sh $(E2E_MODULES)
 

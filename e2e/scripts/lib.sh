@@ -8,28 +8,35 @@ K8S_VERSION="v1.37.2"
 ETCD_VERSION="v3.6.16"
 KWOK_VERSION="v0.8.0"
 HELM_VERSION="v4.3.1"
+# Only the signature tests need cosign; `make tools` leaves it out, `make e2e` builds it.
+COSIGN_VERSION="v3.1.3"
 
 # Built binaries are cached by tool and version outside the checkout, so a second start takes
 # seconds and bumping one tool rebuilds only that tool.
 WINDLASS_CACHE="${WINDLASS_CACHE:-$HOME/.cache/windlass}"
-tool_dir() { # kubernetes|etcd|kwok|helm
+tool_dir() { # kubernetes|etcd|kwok|helm|cosign
   case "$1" in
     kubernetes) echo "$WINDLASS_CACHE/kubernetes-$K8S_VERSION/bin" ;;
     etcd) echo "$WINDLASS_CACHE/etcd-$ETCD_VERSION/bin" ;;
     kwok) echo "$WINDLASS_CACHE/kwok-$KWOK_VERSION/bin" ;;
     helm) echo "$WINDLASS_CACHE/helm-$HELM_VERSION/bin" ;;
+    cosign) echo "$WINDLASS_CACHE/cosign-$COSIGN_VERSION/bin" ;;
     *) die "unknown tool $1" ;;
   esac
 }
-# The directories to put on PATH so that kubectl and helm are the pinned ones.
-tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm)"; }
-# Every binary build-tools.sh builds, as tool:binary.
+# The directories to put on PATH so that kubectl, helm and cosign are the pinned ones.
+tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm):$(tool_dir cosign)"; }
+# Every binary build-tools.sh builds, as tool:binary. `all` is what `make tools` builds.
 TOOL_BINARIES=(kubernetes:kube-apiserver kubernetes:kube-controller-manager kubernetes:kube-scheduler
   kubernetes:kubectl etcd:etcd kwok:kwok helm:helm)
-# The binaries of TOOL_BINARIES not built yet (none on a warm machine).
-missing_tools() {
-  local pair
-  for pair in "${TOOL_BINARIES[@]}"; do
+COSIGN_BINARIES=(cosign:cosign cosign:referrers-registry)
+# The binaries of a tool (or of TOOL_BINARIES for `all`) not built yet (none on a warm machine).
+missing_tools() { # [all|kubernetes|etcd|kwok|helm|cosign]
+  local only="${1:-all}" pair
+  for pair in "${TOOL_BINARIES[@]}" "${COSIGN_BINARIES[@]}"; do
+    if [[ "$only" == all && "$pair" == cosign:* ]] || [[ "$only" != all && "${pair%%:*}" != "$only" ]]; then
+      continue
+    fi
     [[ -x "$(tool_dir "${pair%%:*}")/${pair#*:}" ]] || echo "${pair#*:}"
   done
 }

@@ -1,9 +1,12 @@
 //! OCI registries: pull (digest-verified, size-limited, safely unpacked in memory), push and
-//! inspect images; bundle images with the standard bundle labels. The one place windlass talks
-//! to a registry, so the pure crates (bundle formats, catalog, resolver) never link a client.
+//! inspect images; bundle images with the standard bundle labels; and, in [`registry`], the
+//! lower-level calls signatures need (raw manifests, referrers, capped blobs, raw pushes).
+//! The one place windlass talks to a registry, so the pure crates (bundle formats, catalog,
+//! resolver, trust) never link a client.
 
 mod auth;
 pub mod image;
+pub mod registry;
 
 use std::collections::BTreeMap;
 
@@ -14,6 +17,7 @@ use oci_client::{Client, Reference};
 use sha2::{Digest, Sha256};
 
 pub use auth::{Auth, AuthError, default_docker_configs, docker_config_auth};
+pub use registry::{RawManifest, Referrer, RegistryClient, repository_of};
 
 use windlass_bundle::files::{FileTree, Limits};
 use windlass_bundle::metadata::{Annotations, keys};

@@ -35,6 +35,10 @@ enum Command {
     Rollback(cmd::lifecycle::RollbackArgs),
     /// Hand a Subscription's target back to windlass after a manual rollback.
     Resume(cmd::lifecycle::Target),
+    /// Sign an image by digest, in a format cosign verifies.
+    Sign(cmd::trust::SignArgs),
+    /// Verify an image's signatures against keys or a trust policy (exit 0 verified, 1 refused, 2 error).
+    Verify(cmd::trust::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,8 @@ fn main() -> ExitCode {
         Command::Manager(args) => manager::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),
+        Command::Sign(args) => cmd::trust::sign(args),
+        Command::Verify(args) => cmd::trust::verify(args),
     };
     match result {
         Ok(code) => code,

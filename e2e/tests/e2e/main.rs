@@ -29,6 +29,7 @@ mod manager_kills;
 mod oci_bundles;
 mod registry_and_helm;
 mod release_payloads;
+mod signatures;
 mod subscription_dependencies;
 mod subscription_status;
 mod tenancy;

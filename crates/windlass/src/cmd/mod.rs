@@ -11,3 +11,4 @@ pub mod lifecycle;
 pub mod release;
 pub mod release_graph;
 pub mod release_registry;
+pub mod trust;
