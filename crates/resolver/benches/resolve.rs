@@ -1,4 +1,4 @@
-//! Resolution on generated catalogs shaped like the target: packages x 50 versions,
+//! Resolution on generated catalogs shaped like large real catalogs: packages x 50 versions,
 //! dependency chains three deep, shared API providers (see `synthetic::generate`).
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

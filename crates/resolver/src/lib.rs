@@ -30,7 +30,7 @@
 //! obligation it reaches is tried, so any solution's choices are eventually followed) and its
 //! first answer is the preferred one. Its worst case is exponential, like every complete solver
 //! for this NP-complete problem; in practice catalogs have few real conflicts, and the benches
-//! show the bulk sizes the issue asks for. Completeness is checked by property tests against a
+//! show the sizes large catalogs reach. Completeness is checked by property tests against a
 //! brute-force enumeration of every combination on small random catalogs.
 
 pub mod graph;

@@ -1,6 +1,6 @@
 //! Whether a rollback to an earlier version may go ahead.
 //!
-//! The rules (windlass decision 15): the target must be a version this installation ran before.
+//! The rules: the target must be a version this installation ran before.
 //! An automatic rollback of an upgrade that never Succeeded is always allowed, across any
 //! distance. A manual rollback away from a version that Succeeded is refused when it crosses a
 //! major or minor version, unless forced; the caller records a forced rollback (like the Cluster

@@ -8,7 +8,7 @@
 //! whole workspace. It packages a stripped copy, as `make image` and the Containerfile strip
 //! theirs (the debug build is mostly debug info, hundreds of MB). The debug build is dynamically
 //! linked, so the test also checks that the assembler refuses it unless told `--allow-dynamic`.
-//! Whether the image runs is not tested: there is no container engine here (decision 3).
+//! Whether the image runs is not tested: the tests run without a container engine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
