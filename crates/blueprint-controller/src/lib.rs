@@ -18,5 +18,8 @@ pub mod plan;
 pub mod reconcile;
 pub mod revision;
 
+#[cfg(test)]
+mod samples;
+
 pub use error::Error;
 pub use reconcile::{Context, run};

@@ -1,28 +1,15 @@
-use std::path::Path;
-
 use serde_json::json;
 use windlass_api::{
     BlueprintSpec, InstallPolicySpec,
     policy::{ClusterScopedGrant, InstallModeType::*},
 };
-use windlass_catalog_store::BundleContent;
 
 use super::*;
 
 fn acme_db(targets: Option<&[&str]>) -> RevisionContent {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles/acme-db/1.0.0");
-    let bundle = windlass_bundle::load_bundle(&dir).expect("acme-db loads");
-    let content = BundleContent {
-        package: "acme-db".into(),
-        csv_name: bundle.csv.name().to_string(),
-        version: bundle.csv.version().expect("a version"),
-        digest: "sha256:abc".into(),
-        image: None,
-        bundle,
-    };
     revision::from_bundle(
         1,
-        &content,
+        &crate::samples::acme_db("1.0.0"),
         Some("builtin"),
         Default::default(),
         targets.map(|t| t.iter().map(|s| s.to_string()).collect()),

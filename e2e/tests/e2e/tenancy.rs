@@ -251,6 +251,29 @@ fn not_permitted(blueprint: &Blueprint, reason: &str) -> bool {
         .is_some_and(|c| c.status == ConditionStatus::False && c.reason == reason)
 }
 
+/// Waits for Blueprint `name` to be refused with `reason`; the refusal's message, and the
+/// Blueprint held in Pending (not failed, so nothing rolls back).
+async fn refused(admin: &Client, namespace: &str, name: &str, reason: &str) -> String {
+    let blueprint = wait_blueprint(
+        admin,
+        namespace,
+        name,
+        "InstallPermitted False",
+        TIMEOUT,
+        |b| not_permitted(b, reason),
+    )
+    .await;
+    assert_eq!(
+        blueprint.status.as_ref().and_then(|s| s.phase),
+        Some(BlueprintPhase::Pending),
+        "{name}: held, not failed"
+    );
+    blueprint_condition(&blueprint, conditions::blueprint::INSTALL_PERMITTED)
+        .unwrap()
+        .message
+        .clone()
+}
+
 /// Lets the tenant write Subscriptions in their namespace, as a platform team that offers
 /// self-service does.
 async fn may_subscribe(admin: &Client, namespace: &str, user: &str) {
@@ -273,6 +296,17 @@ async fn may_subscribe(admin: &Client, namespace: &str, user: &str) {
         .create(&PostParams::default(), &binding)
         .await
         .expect("binding the subscriber Role");
+}
+
+/// The admin's client, a tenant's namespace no policy covers, and a client as the tenant, who
+/// may edit there and write Subscriptions.
+async fn self_service(prefix: &str) -> (Client, TestNamespace, Client) {
+    require_manager();
+    let admin = windlass_testkit::client().await;
+    let ns = TestNamespace::tenant(&admin, prefix).await;
+    let (user, as_tenant) = tenant(&admin, &ns.name).await;
+    may_subscribe(&admin, &ns.name, &user).await;
+    (admin, ns, as_tenant)
 }
 
 /// An InstallPolicy naming one namespace, deleted when dropped.
@@ -323,11 +357,7 @@ impl Drop for TestPolicy {
 /// targeting its own namespace installs.
 #[tokio::test]
 async fn a_tenant_cannot_widen_an_install_beyond_its_namespace() {
-    require_manager();
-    let admin = windlass_testkit::client().await;
-    let ns = TestNamespace::tenant(&admin, "widen").await;
-    let (user, as_tenant) = tenant(&admin, &ns.name).await;
-    may_subscribe(&admin, &ns.name, &user).await;
+    let (admin, ns, as_tenant) = self_service("widen").await;
     let _policy = TestPolicy::create(
         &admin,
         &ns.name,
@@ -360,26 +390,10 @@ async fn a_tenant_cannot_widen_an_install_beyond_its_namespace() {
         .await;
     }
     for (name, _, reason, named) in &attempts {
-        let refused = wait_blueprint(
-            &admin,
-            &ns.name,
-            name,
-            "InstallPermitted False",
-            TIMEOUT,
-            |b| not_permitted(b, reason),
-        )
-        .await;
-        let message = &blueprint_condition(&refused, conditions::blueprint::INSTALL_PERMITTED)
-            .unwrap()
-            .message;
+        let message = refused(&admin, &ns.name, name, reason).await;
         assert!(
             message.contains(named) && message.contains(&ns.name),
             "{name}: the condition names {named} and the namespace: {message}"
-        );
-        assert_eq!(
-            refused.status.as_ref().and_then(|s| s.phase),
-            Some(BlueprintPhase::Pending),
-            "{name}: held, not failed"
         );
     }
     // The reconciles that set those conditions are the ones that would have applied.
@@ -446,11 +460,7 @@ async fn a_tenant_cannot_widen_an_install_beyond_its_namespace() {
 /// lacks, and nothing of it is applied.
 #[tokio::test]
 async fn without_a_policy_a_tenant_gets_no_cluster_scoped_objects() {
-    require_manager();
-    let admin = windlass_testkit::client().await;
-    let ns = TestNamespace::tenant(&admin, "nopolicy").await;
-    let (user, as_tenant) = tenant(&admin, &ns.name).await;
-    may_subscribe(&admin, &ns.name, &user).await;
+    let (admin, ns, as_tenant) = self_service("nopolicy").await;
     subscribe(
         &as_tenant,
         &ns.name,
@@ -458,18 +468,13 @@ async fn without_a_policy_a_tenant_gets_no_cluster_scoped_objects() {
         json!({"package": "acme-db", "channel": "stable", "versionRange": "1.0.0"}),
     )
     .await;
-    let refused = wait_blueprint(
+    let message = refused(
         &admin,
         &ns.name,
         "db",
-        "InstallPermitted False",
-        TIMEOUT,
-        |b| not_permitted(b, reasons::policy::CLUSTER_SCOPED_NOT_ALLOWED),
+        reasons::policy::CLUSTER_SCOPED_NOT_ALLOWED,
     )
     .await;
-    let message = &blueprint_condition(&refused, conditions::blueprint::INSTALL_PERMITTED)
-        .unwrap()
-        .message;
     assert!(message.contains("CustomResourceDefinitions"), "{message}");
     let csvs = Api::<windlass_api::ClusterServiceVersion>::namespaced(admin.clone(), &ns.name);
     assert!(

@@ -5,25 +5,13 @@ use serde_json::json;
 use windlass_api::blueprint::{Blueprint, BlueprintSpec};
 
 use super::*;
+use crate::samples::acme_db;
 
 fn blueprint() -> Blueprint {
     let mut bp = Blueprint::new("acme-db", BlueprintSpec::default());
     bp.metadata.namespace = Some("team-a".into());
     bp.metadata.uid = Some("0000-1111".into());
     bp
-}
-
-fn acme_db(version: &str) -> BundleContent {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles/acme-db");
-    let bundle = windlass_bundle::load_bundle(&dir.join(version)).expect("acme-db loads");
-    BundleContent {
-        package: "acme-db".into(),
-        csv_name: bundle.csv.name().to_string(),
-        version: bundle.csv.version().expect("a version"),
-        digest: "sha256:abc".into(),
-        image: None,
-        bundle,
-    }
 }
 
 fn content() -> RevisionContent {

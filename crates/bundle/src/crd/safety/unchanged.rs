@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 
 use super::json::json_eq;
 
-/// Schema keys whose `false` the API server does not store (`omitempty` booleans): `false` and
-/// absent mean the same.
+/// Keys whose `false` the API server does not store (`omitempty` booleans): `false` and absent
+/// mean the same. `preserveUnknownFields` is the CRD spec's; the rest are schema keys.
 const FALSE_IS_ABSENT: &[&str] = &[
+    "preserveUnknownFields",
     "nullable",
     "uniqueItems",
     "exclusiveMaximum",

@@ -75,6 +75,17 @@ fn an_omitted_preserve_unknown_fields_now_reaches_the_check() {
     assert_eq!(blocking[0].field.as_deref(), Some("spec.x.kept"));
 }
 
+#[test]
+fn preserve_unknown_fields_false_is_what_the_api_server_stores_as_nothing() {
+    // The API server drops `spec.preserveUnknownFields: false` (a corpus CRD sends it).
+    let mut new = crd(json!({"type": "object"}));
+    new["spec"]["preserveUnknownFields"] = json!(false);
+    let live = as_served(&crd(json!({"type": "object"})));
+    assert!(unchanged(&live, &new));
+    new["spec"]["preserveUnknownFields"] = json!(true);
+    assert!(!unchanged(&live, &new), "true is a change");
+}
+
 /// The live CRD written again as it is (what a re-apply of the same bundle sends).
 fn with_field_again(live: &Value) -> Value {
     let mut again = live.clone();
