@@ -256,8 +256,12 @@ async fn manual_approval_waits_for_a_person() {
     );
 
     approve(&client, &ns.name, "db").await;
-    wait_blueprint(&client, &ns.name, "db", "1.0.1 Succeeded", TIMEOUT, |b| {
-        is_at(b, BlueprintPhase::Succeeded, "1.0.1")
+    // From history, not the phase: Succeeded lasts only until the next upgrade is resolved.
+    wait_blueprint(&client, &ns.name, "db", "1.0.1 Completed", TIMEOUT, |b| {
+        b.status
+            .iter()
+            .flat_map(|s| &s.history)
+            .any(|r| r.version == "1.0.1" && r.outcome == RevisionOutcome::Completed)
     })
     .await;
     // The next upgrade (to 1.1.0) waits for approval again: approval is per revision.
