@@ -114,6 +114,16 @@ fn pem_block(text: &[u8], source_name: &str) -> Result<(String, Vec<u8>), KeyErr
     Ok((label.to_string(), bytes))
 }
 
+/// A key's algorithm OID and, for EC keys, its curve OID, as dotted text.
+fn algorithm_of(algorithm: &spki::AlgorithmIdentifierRef<'_>) -> (String, Option<String>) {
+    let parameter = algorithm
+        .parameters
+        .as_ref()
+        .and_then(|p| p.decode_as::<spki::ObjectIdentifier>().ok())
+        .map(|p| p.to_string());
+    (algorithm.oid.to_string(), parameter)
+}
+
 impl PublicKey {
     /// Reads a `PUBLIC KEY` PEM block (what `cosign generate-key-pair` writes to `cosign.pub`).
     pub fn from_pem(text: &[u8], source_name: &str) -> Result<Self, KeyError> {
@@ -135,13 +145,7 @@ impl PublicKey {
         };
         let info = spki::SubjectPublicKeyInfoRef::try_from(der)
             .map_err(|e| malformed(format!("not a SubjectPublicKeyInfo: {e}")))?;
-        let oid = info.algorithm.oid.to_string();
-        let parameter = info
-            .algorithm
-            .parameters
-            .as_ref()
-            .and_then(|p| p.decode_as::<spki::ObjectIdentifier>().ok())
-            .map(|p| p.to_string());
+        let (oid, parameter) = algorithm_of(&info.algorithm);
         match (oid.as_str(), parameter.as_deref()) {
             (OID_EC_PUBLIC_KEY, Some(OID_P256)) => {
                 p256::ecdsa::VerifyingKey::from_public_key_der(der)
@@ -284,13 +288,7 @@ impl PrivateKey {
         };
         let info = pkcs8::PrivateKeyInfo::try_from(der)
             .map_err(|e| malformed(format!("not a PKCS#8 private key: {e}")))?;
-        let oid = info.algorithm.oid.to_string();
-        let parameter = info
-            .algorithm
-            .parameters
-            .as_ref()
-            .and_then(|p| p.decode_as::<spki::ObjectIdentifier>().ok())
-            .map(|p| p.to_string());
+        let (oid, parameter) = algorithm_of(&info.algorithm);
         match (oid.as_str(), parameter.as_deref()) {
             (OID_EC_PUBLIC_KEY, Some(OID_P256)) => p256::ecdsa::SigningKey::from_pkcs8_der(der)
                 .map(PrivateKey::EcdsaP256)
