@@ -35,6 +35,16 @@ pub mod labels {
     pub const DEPENDENCY: &str = "windlass.dev/dependency";
     /// On a revision Secret: the revision number.
     pub const REVISION: &str = "windlass.dev/revision";
+    /// On the ClusterRoles windlass writes to read the custom resources of one CRD: `true`.
+    /// The manager's aggregated ClusterRole selects them, so it can read exactly the custom
+    /// resources of the CRDs it manages and no others.
+    pub const AGGREGATE_TO_MANAGER: &str = "windlass.dev/aggregate-to-manager";
+}
+
+/// The ClusterRole through which the manager reads the custom resources of CRD `crd` (labelled
+/// [`labels::AGGREGATE_TO_MANAGER`]).
+pub fn custom_resource_reader(crd: &str) -> String {
+    format!("windlass-read.{crd}")
 }
 
 /// Annotations windlass reads or writes.
@@ -124,6 +134,9 @@ pub mod conditions {
         pub const READY: &str = "Ready";
         /// What windlass changed to install a legacy bundle.
         pub const LEGACY_APIS_CONVERTED: &str = "LegacyAPIsConverted";
+        /// Whether the CSV is exactly what a windlass Blueprint applied (its seal checks).
+        /// Only such CSVs are acted on.
+        pub const CONTENT_TRUSTED: &str = "ContentTrusted";
     }
 
     /// A Catalog's conditions.
@@ -162,6 +175,14 @@ pub mod reasons {
         pub const INVALID_STRATEGY: &str = "InvalidInstallStrategy";
         /// Reason of the `LegacyAPIsConverted` condition.
         pub const CONVERTED: &str = "Converted";
+        /// The CSV carries no windlass seal: made by hand, not by a Blueprint. Nothing of it is
+        /// created.
+        pub const NOT_SEALED: &str = "NotSealed";
+        /// The CSV's seal does not match its spec: edited after windlass applied it. Nothing
+        /// more of it is created until the Blueprint applies it again.
+        pub const SEAL_MISMATCH: &str = "SealMismatch";
+        /// Reason of `ContentTrusted=True`.
+        pub const SEALED: &str = "Sealed";
     }
 
     /// Why an install was refused by the namespace's InstallPolicies.

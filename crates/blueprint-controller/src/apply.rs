@@ -10,9 +10,10 @@ use kube::{
     api::{ListParams, Patch, PatchParams},
     core::ApiResource,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use windlass_api::{Blueprint, ClusterServiceVersion, FIELD_MANAGER};
 use windlass_kit::{Applier, ObjectKey};
+use windlass_revisions::SealKey;
 
 use crate::{
     Error,
@@ -63,6 +64,7 @@ async fn served(applier: &Applier, api_version: &str, kind: &str) -> Option<(Api
 /// kinds any stored revision ships, where leftovers may be.
 pub async fn apply_revision(
     applier: &Applier,
+    seal_key: &SealKey,
     blueprint: &Blueprint,
     owner: &Owner,
     loaded: &Loaded,
@@ -143,10 +145,26 @@ pub async fn apply_revision(
         conversions,
         target_namespaces: loaded.placement.targets.clone(),
     };
-    let csv = build::csv(&loaded.content, &settings).map_err(|e| Error::Build {
+    let mut csv = build::csv(&loaded.content, &settings).map_err(|e| Error::Build {
         name: loaded.content.cluster_service_version_name.clone(),
         message: e.to_string(),
     })?;
+    // The CSV controller acts only on CSVs that carry windlass's seal.
+    let seal = windlass_revisions::csv::seal_spec(
+        seal_key,
+        namespace,
+        &loaded.content.cluster_service_version_name,
+        &csv["spec"],
+    );
+    if let Some(annotations) = csv
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.insert(
+            windlass_api::names::seal::ANNOTATION.into(),
+            Value::String(seal),
+        );
+    }
     applier.apply(&csv).await?;
     for name in &plan.delete_csvs {
         let key = ObjectKey::of(&json!({
@@ -234,6 +252,16 @@ pub async fn cleanup(
             };
             if applier.delete(&key).await? {
                 removed.push(key.to_string());
+            }
+            // With the CRD gone, so is the manager's read of its custom resources.
+            let reader = ObjectKey {
+                api_version: "rbac.authorization.k8s.io/v1".into(),
+                kind: "ClusterRole".into(),
+                namespace: None,
+                name: windlass_api::names::custom_resource_reader(name),
+            };
+            if applier.delete(&reader).await? {
+                removed.push(reader.to_string());
             }
         }
     }

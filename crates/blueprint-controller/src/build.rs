@@ -115,6 +115,33 @@ pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner, from: &BundleI
     crd
 }
 
+/// The ClusterRole that lets the manager read (get, list) the custom resources of the live CRD
+/// `live`, and nothing else; the manager's aggregated ClusterRole picks it up by its label.
+/// `None` for a CRD without a group or plural, which the API server would not serve.
+pub fn custom_resource_reader(live: &Value) -> Option<Value> {
+    let name = live.pointer("/metadata/name")?.as_str()?;
+    let group = live
+        .pointer("/spec/group")?
+        .as_str()
+        .filter(|g| !g.is_empty())?;
+    let plural = live
+        .pointer("/spec/names/plural")?
+        .as_str()
+        .filter(|p| !p.is_empty())?;
+    Some(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": windlass_api::names::custom_resource_reader(name),
+            "labels": {
+                labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
+                labels::AGGREGATE_TO_MANAGER: "true",
+            },
+        },
+        "rules": [{"apiGroups": [group], "resources": [plural], "verbs": ["get", "list"]}],
+    }))
+}
+
 /// A bundle, for the CRD annotations above.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BundleId<'a> {

@@ -268,3 +268,28 @@ fn a_crd_written_by_a_newer_version_of_the_same_package_is_kept() {
         "an unannotated CRD is replaced"
     );
 }
+
+#[test]
+fn a_custom_resource_reader_reads_one_resource_of_one_group() {
+    let live = json!({
+        "metadata": {"name": "widgets.acme.example.com"},
+        "spec": {"group": "acme.example.com", "names": {"plural": "widgets", "kind": "Widget"}},
+    });
+    let reader = custom_resource_reader(&live).unwrap();
+    assert_eq!(
+        reader["metadata"]["name"],
+        "windlass-read.widgets.acme.example.com"
+    );
+    assert_eq!(
+        reader["metadata"]["labels"][windlass_api::names::labels::AGGREGATE_TO_MANAGER],
+        "true"
+    );
+    assert_eq!(
+        reader["rules"],
+        json!([{"apiGroups": ["acme.example.com"], "resources": ["widgets"], "verbs": ["get", "list"]}])
+    );
+    // Without a group the rule would name the core API (Secrets, ...): no reader at all.
+    let core =
+        json!({"metadata": {"name": "x"}, "spec": {"group": "", "names": {"plural": "secrets"}}});
+    assert_eq!(custom_resource_reader(&core), None);
+}

@@ -106,7 +106,7 @@ pub async fn validate(
             CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {}
             CrdPolicy::Apply => {
                 let versions = crd_safety::versions_to_check(&live, &crd.object);
-                let existing = existing_objects(client, &live, &versions).await?;
+                let existing = existing_objects(applier, &live, &versions).await?;
                 violations.extend(crd_safety::check(&live, &crd.object, &existing));
             }
         }
@@ -115,7 +115,13 @@ pub async fn validate(
     let validation = if violations.is_empty() {
         Validation::Ready { kept_crds: kept }
     } else {
-        Validation::UnsafeCrds(violations)
+        // Blueprint status and Events are read by the namespace's users: objects of other
+        // namespaces are only counted.
+        let namespace = blueprint.namespace().unwrap_or_default();
+        Validation::UnsafeCrds(crd_safety::Assessment::for_viewer(
+            violations,
+            crd_safety::Viewer::Namespace(&namespace),
+        ))
     };
     let loaded = Loaded {
         content,
@@ -343,12 +349,18 @@ async fn live_crd(client: &Client, name: &str) -> Result<Option<Value>, Error> {
     Ok(live.map(|crd| serde_json::to_value(crd).unwrap_or_default()))
 }
 
-/// Every custom resource of the CRD, as each version served by both definitions shows it.
+/// Every custom resource of the CRD, as each version served by both definitions shows it. The
+/// manager reads custom resources only of CRDs it was asked to change: it grants itself that
+/// read here (see [`build::custom_resource_reader`]) and waits for the API server to apply it.
 async fn existing_objects(
-    client: &Client,
+    applier: &Applier,
     live: &Value,
     versions: &[String],
 ) -> Result<Vec<Value>, Error> {
+    let client = applier.client();
+    if let Some(reader) = build::custom_resource_reader(live) {
+        applier.apply(&reader).await?;
+    }
     let text = |pointer: &str| live.pointer(pointer).and_then(Value::as_str).unwrap_or("");
     let (group, kind, plural) = (
         text("/spec/group"),
@@ -364,8 +376,7 @@ async fn existing_objects(
             kind: kind.to_string(),
             plural: plural.to_string(),
         };
-        let list = Api::<DynamicObject>::all_with(client.clone(), &resource)
-            .list(&ListParams::default())
+        let list = list_when_allowed(&Api::<DynamicObject>::all_with(client.clone(), &resource))
             .await
             .map_err(|source| Error::Read {
                 what: format!("{plural}.{group}/{version} objects"),
@@ -381,4 +392,21 @@ async fn existing_objects(
         }));
     }
     Ok(objects)
+}
+
+/// Lists `api`, waiting a little while the API server is still refusing: a grant written just
+/// before reaches the authorizer through aggregation and its informers, within moments.
+async fn list_when_allowed(
+    api: &Api<DynamicObject>,
+) -> Result<kube::core::ObjectList<DynamicObject>, kube::Error> {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+    let started = std::time::Instant::now();
+    loop {
+        match api.list(&ListParams::default()).await {
+            Err(kube::Error::Api(status)) if status.code == 403 && started.elapsed() < PATIENCE => {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            result => return result,
+        }
+    }
 }

@@ -29,7 +29,7 @@ use windlass_api::{
     BlueprintSpec, BlueprintStatus, CsvPhase, blueprint::BlueprintPhase, config::OperatorConfig,
 };
 
-use windlass_bundle::crd::safety::Violation;
+use windlass_bundle::crd::safety::Assessment;
 
 pub use report::Notice;
 
@@ -114,8 +114,9 @@ pub enum Validation {
     Unavailable(String),
     /// The bundle cannot be installed as shipped (for example an API with no mechanical move).
     Invalid(String),
-    /// Replacing the live CRDs would lose data or invalidate existing objects.
-    UnsafeCrds(Vec<Violation>),
+    /// Replacing the live CRDs would lose data or invalidate existing objects: the findings as
+    /// a reader of the Blueprint's namespace may see them (objects elsewhere only counted).
+    UnsafeCrds(Assessment),
     /// The stored content fails its seal: written by someone other than windlass.
     Tampered(String),
     /// The namespace's InstallPolicies do not permit this install (install mode, target

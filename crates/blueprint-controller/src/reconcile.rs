@@ -214,6 +214,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         };
         let applied = apply::apply_revision(
             &ctx.applier,
+            &ctx.seal_key,
             blueprint,
             &owner(blueprint),
             loaded,

@@ -29,6 +29,7 @@ use windlass_kit::{
     runner::{self, FromFinalizerError},
     status,
 };
+use windlass_revisions::SealKey;
 
 use crate::{
     certs,
@@ -40,9 +41,11 @@ use crate::{
 
 mod cluster_state;
 mod removal;
+mod trust;
 
 use cluster_state::{find_successor, observe, observe_health};
 use removal::{cleanup, prune};
+use trust::{refuse_untrusted, trusted, verify_seal};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -92,12 +95,15 @@ pub struct Context {
     pub applier: Applier,
     /// The apiserver's version, read once at start.
     pub server_version: Option<semver::Version>,
+    /// The manager's sealing key: only CSVs sealed with it are acted on.
+    pub seal_key: SealKey,
 }
 
 /// Runs the controller over `scope` until `shutdown` resolves.
 pub async fn run(
     client: Client,
     scope: Scope,
+    seal_key: SealKey,
     metrics: Arc<dyn Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
@@ -112,6 +118,7 @@ pub async fn run(
         applier: Applier::new(client.clone()),
         shell: Shell::new(client, scope, controllers::CLUSTER_SERVICE_VERSION, metrics),
         server_version,
+        seal_key,
     });
     let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
     let results = Controller::new(csvs.clone(), watcher::Config::default())
@@ -182,6 +189,11 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     let namespace = csv.namespace().unwrap_or_default();
     let status = csv.status.clone().unwrap_or_default();
     let now = Timestamp::now();
+
+    // Only what a Blueprint applied is acted on: the spec grants RBAC and runs Deployments.
+    if let Err(error) = verify_seal(csv, &ctx.seal_key) {
+        return refuse_untrusted(csv, ctx, &status, &error, now).await;
+    }
 
     // Dereference: the OLM definition, a successor, the cluster's APIs.
     let definition = OlmCsv::from_value(&csv.spec.definition);
@@ -276,6 +288,11 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             decision.message.clone(),
         )
         .observed(csv.metadata.generation),
+        now,
+    );
+    set_condition(
+        &mut new_status.conditions,
+        trusted(csv.metadata.generation),
         now,
     );
     // What windlass changed to install a legacy bundle (converted CRDs and removed APIs) is

@@ -8,8 +8,12 @@
 //! what they wrote, so windlass refuses it (and applies nothing) instead of re-installing it.
 //! A revision copied from another Blueprint, or renumbered, fails too: the seal covers the
 //! owner's uid and the revision number.
+//!
+//! The ClusterServiceVersions windlass applies are sealed the same way ([`csv`]), so only those
+//! are acted on.
 
 pub mod codec;
+pub mod csv;
 pub mod seal;
 
 pub use codec::{CodecError, MAX_DECODED_BYTES, MAX_ENCODED_BYTES, decode, encode};

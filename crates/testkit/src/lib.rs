@@ -135,6 +135,49 @@ pub async fn impersonating(user: &str) -> Client {
     Client::try_from(config).unwrap_or_else(|e| panic!("a client as {user}: {e}"))
 }
 
+/// Waits until the API server's authorizer lets `user` `verb` `resource` (in `group`) in
+/// `namespace`. RBAC bindings reach the authorizer through its informers, so a request made
+/// right after creating one can still be refused.
+pub async fn wait_until_authorized(
+    admin: &Client,
+    user: &str,
+    namespace: &str,
+    (group, resource, verb): (&str, &str, &str),
+) {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let reviews = Api::<SubjectAccessReview>::all(admin.clone());
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.to_string()),
+            groups: Some(vec!["system:authenticated".to_string()]),
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(group.to_string()),
+                resource: Some(resource.to_string()),
+                verb: Some(verb.to_string()),
+                namespace: Some(namespace.to_string()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    wait_until(
+        &format!("{user} to be allowed to {verb} {resource} in {namespace}"),
+        Duration::from_secs(30),
+        || async {
+            reviews
+                .create(&PostParams::default(), &review)
+                .await
+                .ok()
+                .and_then(|r| r.status)
+                .is_some_and(|s| s.allowed)
+        },
+    )
+    .await;
+}
+
 /// A client for the local control plane, as cluster admin.
 pub async fn try_client() -> Result<Client, Error> {
     let config = admin_config().await?;

@@ -54,3 +54,57 @@ pub fn namespace() -> Option<String> {
         .position(|a| a == "--namespace")
         .and_then(|i| args.get(i + 1).cloned())
 }
+
+/// The manager's `windlass_reconciles_total` for `controller` (e.g. `blueprint`), read from its
+/// /metrics endpoint; `None` when the manager does not answer.
+pub fn reconciles(controller: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let env = std::fs::read_to_string(state_dir().join("manager.env")).ok()?;
+    let address = env
+        .lines()
+        .find_map(|line| line.strip_prefix("WINDLASS_MANAGER_METRICS="))?;
+    let mut stream = std::net::TcpStream::connect(address.trim()).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let prefix = format!("windlass_reconciles_total{{controller=\"{controller}\"}} ");
+    response
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Seals `csv` as the manager's Blueprints do, with the sealing key in `manager_namespace`
+/// (created if no manager made it yet), read as cluster admin: for tests that write a CSV
+/// themselves, standing in for a Blueprint.
+pub async fn seal_csv(
+    client: &kube::Client,
+    manager_namespace: &str,
+    csv: &mut windlass_api::ClusterServiceVersion,
+) {
+    let key = windlass_kit::seal_key::load_or_create(client, manager_namespace)
+        .await
+        .unwrap_or_else(|e| panic!("the manager's sealing key: {e}"));
+    let name = csv.metadata.name.clone().unwrap_or_default();
+    let namespace = csv.metadata.namespace.clone().unwrap_or_default();
+    let spec = serde_json::to_value(&csv.spec).expect("a CSV spec serializes");
+    let seal = windlass_revisions::csv::seal_spec(&key, &namespace, &name, &spec);
+    csv.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(windlass_api::names::seal::ANNOTATION.to_string(), seal);
+}
+
+/// [`seal_csv`] with the key of the manager `make e2e` runs.
+pub async fn seal_csv_for_manager(
+    client: &kube::Client,
+    csv: &mut windlass_api::ClusterServiceVersion,
+) {
+    let namespace = namespace().expect("the manager runs (require_manager) with --namespace");
+    seal_csv(client, &namespace, csv).await;
+}

@@ -51,7 +51,7 @@ async fn install_unmodified(dir: Option<PathBuf>) {
         "metadata": {"annotations": bundle.csv.metadata.annotations, "labels": bundle.csv.metadata.labels},
         "spec": serde_json::to_value(&bundle.csv.spec).unwrap(),
     });
-    let csv = ClusterServiceVersion::new(
+    let mut csv = ClusterServiceVersion::new(
         bundle.csv.name(),
         ClusterServiceVersionSpec {
             definition,
@@ -60,6 +60,9 @@ async fn install_unmodified(dir: Option<PathBuf>) {
             ..Default::default()
         },
     );
+    // Standing in for a Blueprint, the test seals what it applies.
+    csv.metadata.namespace = Some(ns.name.clone());
+    windlass_testkit::manager::seal_csv_for_manager(&client, &mut csv).await;
     let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
     api.create(&PostParams::default(), &csv).await.unwrap();
     let timeout = Duration::from_secs(120);

@@ -19,7 +19,8 @@ use kube::{
 use serde_json::{Value, json};
 use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase};
 use windlass_testkit::{
-    TestNamespace, kubectl, manager_log_tail, require_manager, run_ok, wait_for,
+    TestNamespace, kubectl, manager::seal_csv_for_manager, manager_log_tail, require_manager,
+    run_ok, wait_for,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -67,6 +68,22 @@ fn windlass_csv(
     )
 }
 
+/// Creates `csv` in `namespace` sealed as a Blueprint seals what it applies: these tests stand in
+/// for one (the CSV controller acts on nothing else).
+async fn create_sealed(
+    client: &Client,
+    namespace: &str,
+    csv: &ClusterServiceVersion,
+) -> ClusterServiceVersion {
+    let mut csv = csv.clone();
+    csv.metadata.namespace = Some(namespace.to_string());
+    seal_csv_for_manager(client, &mut csv).await;
+    Api::<ClusterServiceVersion>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &csv)
+        .await
+        .unwrap_or_else(|e| panic!("creating CSV {}: {e}", csv.name_any()))
+}
+
 async fn wait_phase(
     api: &Api<ClusterServiceVersion>,
     name: &str,
@@ -104,13 +121,7 @@ async fn csv_installs_rbac_and_deployments_and_deleting_it_removes_everything() 
     let (client, ns, api) = setup("csv-install").await;
     let db = bundle("bundles/acme-db/1.0.0");
     apply_acme_db_crd(&client).await;
-    let csv = api
-        .create(
-            &PostParams::default(),
-            &windlass_csv(&db, &[&ns.name], |_| {}),
-        )
-        .await
-        .unwrap();
+    let csv = create_sealed(&client, &ns.name, &windlass_csv(&db, &[&ns.name], |_| {})).await;
     let succeeded = wait_phase(&api, &csv.name_any(), CsvPhase::Succeeded).await;
     assert_eq!(
         succeeded.status.as_ref().unwrap().reason,
@@ -215,13 +226,12 @@ async fn csv_with_a_crash_looping_operator_fails_with_the_pod_state() {
     let (client, ns, api) = setup("csv-broken").await;
     let broken = bundle("bundles/acme-db/1.1.1");
     apply_acme_db_crd(&client).await;
-    let csv = api
-        .create(
-            &PostParams::default(),
-            &windlass_csv(&broken, &[&ns.name], |_| {}),
-        )
-        .await
-        .unwrap();
+    let csv = create_sealed(
+        &client,
+        &ns.name,
+        &windlass_csv(&broken, &[&ns.name], |_| {}),
+    )
+    .await;
     let failed = wait_phase(&api, &csv.name_any(), CsvPhase::Failed).await;
     let status = failed.status.unwrap();
     assert_eq!(status.reason, "InstallCheckFailed");
@@ -251,10 +261,8 @@ async fn csv_with_unmet_requirements_stays_pending_and_installs_nothing() {
             json!([{"name": "widgets.missing.windlass.dev", "version": "v1", "kind": "Widget"}]);
     });
     missing_crd.metadata.name = Some("acme-db.missing-crd".into());
-    api.create(&PostParams::default(), &too_new).await.unwrap();
-    api.create(&PostParams::default(), &missing_crd)
-        .await
-        .unwrap();
+    create_sealed(&client, &ns.name, &too_new).await;
+    create_sealed(&client, &ns.name, &missing_crd).await;
 
     let pending = wait_phase(&api, &too_new.name_any(), CsvPhase::Pending)
         .await
@@ -300,13 +308,7 @@ async fn replacing_csv_adopts_the_deployment_in_place_and_the_old_one_is_removed
     let old = bundle("bundles/acme-db/1.0.0");
     let new = bundle("bundles/acme-db/1.0.1");
     apply_acme_db_crd(&client).await;
-    let old_csv = api
-        .create(
-            &PostParams::default(),
-            &windlass_csv(&old, &[&ns.name], |_| {}),
-        )
-        .await
-        .unwrap();
+    let old_csv = create_sealed(&client, &ns.name, &windlass_csv(&old, &[&ns.name], |_| {})).await;
     wait_phase(&api, &old_csv.name_any(), CsvPhase::Succeeded).await;
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
     let name = old.csv.deployments()[0].name.clone();
@@ -314,7 +316,7 @@ async fn replacing_csv_adopts_the_deployment_in_place_and_the_old_one_is_removed
 
     let mut new_csv = windlass_csv(&new, &[&ns.name], |_| {});
     new_csv.spec.supersedes = Some(old_csv.name_any());
-    let new_csv = api.create(&PostParams::default(), &new_csv).await.unwrap();
+    let new_csv = create_sealed(&client, &ns.name, &new_csv).await;
     wait_phase(&api, &new_csv.name_any(), CsvPhase::Succeeded).await;
     wait_for("the old CSV to be deleted", TIMEOUT, || async {
         match api.get_opt(&old_csv.name_any()).await {
@@ -354,10 +356,7 @@ async fn csv_with_webhooks_gets_a_service_certificate_and_webhook_configurations
         "--wait",
     ]));
     apply_crds(&client, &gateway).await;
-    let csv = api
-        .create(&PostParams::default(), &windlass_csv(&gateway, &[], |_| {}))
-        .await
-        .unwrap();
+    let csv = create_sealed(&client, &ns.name, &windlass_csv(&gateway, &[], |_| {})).await;
     wait_phase(&api, &csv.name_any(), CsvPhase::Succeeded).await;
 
     let services = Api::<Service>::namespaced(client.clone(), &ns.name)

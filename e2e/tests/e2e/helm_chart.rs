@@ -131,6 +131,8 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         "--show-only",
         "templates/clusterrole.yaml",
         "--show-only",
+        "templates/clusterrole-custom-resources.yaml",
+        "--show-only",
         "templates/role.yaml",
     ]));
     let chart = objects_of(&rendered);
@@ -149,14 +151,16 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         names,
         [
             "ClusterRole/windlass-manager",
+            "ClusterRole/windlass-manager-custom-resources",
             "ClusterRoleBinding/windlass-manager",
+            "ClusterRoleBinding/windlass-manager-custom-resources",
             "Role/windlass-leader-election",
             "RoleBinding/windlass-leader-election",
             "ServiceAccount/windlass",
         ]
     );
     for (key, object) in &chart {
-        for field in ["rules", "roleRef", "subjects"] {
+        for field in ["rules", "aggregationRule", "roleRef", "subjects"] {
             assert_eq!(
                 object[field], plain[key][field],
                 "{key}: `{field}` differs between the chart and config/rbac"
@@ -366,8 +370,10 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         "Leases only in its own namespace"
     );
     for (verb, resource) in [
-        // Reading is granted everywhere (CRD upgrade safety lists custom resources of any
-        // group); writing is not.
+        // No wildcard read: nodes, and custom resources of CRDs windlass did not upgrade.
+        ("get", "nodes"),
+        ("list", "nodes"),
+        ("list", "clusterversions.config.openshift.io"),
         ("delete", "nodes"),
         ("delete", "pods"),
         ("create", "pods/exec"),

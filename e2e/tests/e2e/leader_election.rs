@@ -267,7 +267,7 @@ async fn assert_reconciles(replica: &Replica) -> f64 {
 /// A CSV that stays Pending (it wants a Kubernetes that does not exist) and installs nothing:
 /// something in the namespace for the leader to reconcile.
 async fn pending_csv(client: &Client, namespace: &str) {
-    let csv = ClusterServiceVersion::new(
+    let mut csv = ClusterServiceVersion::new(
         "leader-probe.v1.0.0",
         ClusterServiceVersionSpec {
             definition: json!({
@@ -282,6 +282,9 @@ async fn pending_csv(client: &Client, namespace: &str) {
             ..Default::default()
         },
     );
+    // The replicas run with `--namespace` the test's namespace: their key is sealed there.
+    csv.metadata.namespace = Some(namespace.to_string());
+    windlass_testkit::manager::seal_csv(client, namespace, &mut csv).await;
     Api::<ClusterServiceVersion>::namespaced(client.clone(), namespace)
         .create(&PostParams::default(), &csv)
         .await

@@ -423,7 +423,7 @@ async fn etcd_0_9_4_with_v1beta1_crds_installs_through_the_csv_controller() {
         "metadata": {"annotations": bundle.csv.metadata.annotations, "labels": bundle.csv.metadata.labels},
         "spec": serde_json::to_value(&bundle.csv.spec).unwrap(),
     });
-    let csv = ClusterServiceVersion::new(
+    let mut csv = ClusterServiceVersion::new(
         bundle.csv.name(),
         ClusterServiceVersionSpec {
             definition,
@@ -438,6 +438,9 @@ async fn etcd_0_9_4_with_v1beta1_crds_installs_through_the_csv_controller() {
             ..Default::default()
         },
     );
+    // Standing in for a Blueprint, the test seals what it applies.
+    csv.metadata.namespace = Some(ns.name.clone());
+    windlass_testkit::manager::seal_csv_for_manager(&client, &mut csv).await;
     let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
     api.create(&PostParams::default(), &csv).await.unwrap();
     let timeout = std::time::Duration::from_secs(120);

@@ -33,3 +33,4 @@ mod signatures;
 mod subscription_dependencies;
 mod subscription_status;
 mod tenancy;
+mod tenant_csvs;

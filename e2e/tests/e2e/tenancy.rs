@@ -24,13 +24,13 @@ use windlass_api::{
 use windlass_testkit::{
     TestNamespace, apply_crd, impersonating,
     lifecycle::{condition, is_at, subscribe, wait_blueprint},
-    require_manager, unique_name, wait_until,
+    require_manager, unique_name, wait_until, wait_until_authorized,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 /// A user with the `edit` role in `namespace` and nothing else, and a client acting as them.
-async fn tenant(admin: &Client, namespace: &str) -> (String, Client) {
+pub(crate) async fn tenant(admin: &Client, namespace: &str) -> (String, Client) {
     let user = format!("tenant-{namespace}");
     let binding: RoleBinding = serde_json::from_value(json!({
         "metadata": { "name": "tenant-edit", "namespace": namespace },
@@ -42,6 +42,7 @@ async fn tenant(admin: &Client, namespace: &str) -> (String, Client) {
         .create(&PostParams::default(), &binding)
         .await
         .expect("binding edit to the tenant");
+    wait_until_authorized(admin, &user, namespace, ("", "secrets", "update")).await;
     let client = impersonating(&user).await;
     (user, client)
 }
@@ -296,6 +297,13 @@ async fn may_subscribe(admin: &Client, namespace: &str, user: &str) {
         .create(&PostParams::default(), &binding)
         .await
         .expect("binding the subscriber Role");
+    wait_until_authorized(
+        admin,
+        user,
+        namespace,
+        ("windlass.dev", "subscriptions", "create"),
+    )
+    .await;
 }
 
 /// The admin's client, a tenant's namespace no policy covers, and a client as the tenant, who

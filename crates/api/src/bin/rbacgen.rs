@@ -173,17 +173,6 @@ fn cluster_rules() -> Vec<Rule> {
         ),
         rule(
             &[
-                "CRD upgrade safety: before a bundle's CRD replaces a live one, every existing custom resource",
-                "of each version served by both is validated against the new schema, so the manager lists the",
-                "custom resources of the CRDs it upgrades. Their groups are whatever bundles define, hence the",
-                "wildcard; the rule is read-only (get/list).",
-            ],
-            &["*"],
-            &["*"],
-            &["get", "list"],
-        ),
-        rule(
-            &[
                 "Operators' `permissions` become Roles/RoleBindings and `clusterPermissions` become",
                 "ClusterRoles/ClusterRoleBindings.",
                 "",
@@ -318,7 +307,56 @@ metadata:
 {PLAIN_LABELS}{}",
         render_rules(&namespace_rules())
     );
-    vec![("cluster_role.yaml", cluster_role), ("role.yaml", role)]
+    let custom_resources = format!(
+        "{GENERATED}\
+{CUSTOM_RESOURCES_WHY}apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: windlass-manager-custom-resources
+{PLAIN_LABELS}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: windlass-manager-custom-resources
+{PLAIN_LABELS}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: windlass-manager-custom-resources
+subjects:
+- kind: ServiceAccount
+  name: windlass
+  namespace: windlass-system
+",
+        aggregation_rule()
+    );
+    vec![
+        ("cluster_role.yaml", cluster_role),
+        ("custom_resources_role.yaml", custom_resources),
+        ("role.yaml", role),
+    ]
+}
+
+/// Why the manager reads custom resources, and how it is limited to those of its own CRDs.
+const CUSTOM_RESOURCES_WHY: &str = "\
+# CRD upgrade safety: before a bundle's CRD replaces a live one, every existing custom resource
+# of each version served by both is validated against the new schema, so the manager must read
+# the custom resources of the CRDs it upgrades, and only those. For each such CRD it writes a
+# ClusterRole granting get and list on that one resource, labelled
+# windlass.dev/aggregate-to-manager=true; Kubernetes aggregates those into this role, which
+# has no rules of its own.
+";
+
+/// The aggregation rule of the custom-resources role. It has no `rules`: Kubernetes writes them,
+/// and an apply that named them would reset them on every install.
+fn aggregation_rule() -> String {
+    format!(
+        "aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels:
+      {}: \"true\"
+",
+        windlass_api::names::labels::AGGREGATE_TO_MANAGER
+    )
 }
 
 /// `(file name, text)` for the chart's `templates/`: the roles and their bindings.
@@ -373,7 +411,33 @@ subjects:
 ",
         render_rules(&namespace_rules())
     );
-    vec![("clusterrole.yaml", cluster_role), ("role.yaml", role)]
+    let custom_resources = format!(
+        "{GENERATED}\
+{CUSTOM_RESOURCES_WHY}apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager-custom-resources
+{CHART_LABELS}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager-custom-resources
+{CHART_LABELS}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager-custom-resources
+subjects:
+- kind: ServiceAccount
+  name: {{{{ include \"windlass.serviceAccountName\" . }}}}
+  namespace: {{{{ .Release.Namespace }}}}
+",
+        aggregation_rule()
+    );
+    vec![
+        ("clusterrole.yaml", cluster_role),
+        ("clusterrole-custom-resources.yaml", custom_resources),
+        ("role.yaml", role),
+    ]
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -486,9 +550,37 @@ mod tests {
             Some("windlass-manager")
         );
         assert_eq!(cluster_role.rules.unwrap(), policy_rules(&cluster_rules()));
-        let role: Role = serde_saphyr::from_str(&files[1].1).unwrap();
+        let role: Role = serde_saphyr::from_str(&files[2].1).unwrap();
         assert_eq!(role.metadata.namespace.as_deref(), Some("windlass-system"));
         assert_eq!(role.rules.unwrap(), policy_rules(&namespace_rules()));
+    }
+
+    #[test]
+    fn custom_resources_are_read_only_through_the_aggregated_role() {
+        // No rule names every resource: secrets and nodes are read only where a rule says so.
+        for rule in cluster_rules() {
+            assert!(
+                !rule.resources.iter().any(|r| r == "*")
+                    && !rule.api_groups.iter().any(|g| g == "*"),
+                "a wildcard rule: {:?} {:?}",
+                rule.api_groups,
+                rule.resources
+            );
+        }
+        let files = plain_files();
+        let first = files[1].1.split("\n---\n").next().unwrap();
+        let role: ClusterRole = serde_saphyr::from_str(first).unwrap();
+        let selectors = role
+            .aggregation_rule
+            .unwrap()
+            .cluster_role_selectors
+            .unwrap();
+        assert_eq!(
+            selectors[0].match_labels.as_ref().unwrap()
+                [windlass_api::names::labels::AGGREGATE_TO_MANAGER],
+            "true"
+        );
+        assert_eq!(role.rules, None);
     }
 
     #[test]

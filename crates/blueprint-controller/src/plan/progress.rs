@@ -522,9 +522,14 @@ fn untrusted(draft: &mut Draft<'_>, message: &str) {
     );
 }
 
-fn unsafe_crds(draft: &mut Draft<'_>, violations: &[crd_safety::Violation]) -> String {
-    let summary = crd_safety::summary(violations, 3);
-    let reason = violations.first().map_or("Unsafe", |v| v.kind.reason());
+fn unsafe_crds(draft: &mut Draft<'_>, assessment: &crd_safety::Assessment) -> String {
+    let summary = assessment.summary(3);
+    let reason = assessment
+        .findings
+        .first()
+        .map(|v| v.kind)
+        .or_else(|| assessment.hidden.first().map(|h| h.kind))
+        .map_or("Unsafe", |kind| kind.reason());
     draft.set_condition(
         conditions::blueprint::CRD_UPGRADE_SAFE,
         false,

@@ -162,7 +162,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
             .await
             .context("creating the built-in Catalog")?;
     }
-    // Revision content is sealed under a key only the manager reads; every replica shares it.
+    // Revisions and CSVs are sealed under a key only the manager reads; every replica shares it.
     let seal_key = windlass_kit::seal_key::load_or_create(&client, &args.namespace)
         .await
         .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
@@ -208,6 +208,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                 windlass_csv_controller::run(
                     client.clone(),
                     scope.clone(),
+                    seal_key.clone(),
                     registry.controller("clusterserviceversion"),
                     until_shutdown(shutdown_rx.clone()),
                 ),

@@ -178,26 +178,43 @@ fn dependencies_must_be_installed_before_anything_is_applied() {
 fn unsafe_crds_block_the_plan_without_starting_the_clock() {
     let mut world = World::installed(&["1.0.0"]);
     world.subscribe_to("1.1.0");
-    world.validation = Validation::UnsafeCrds(vec![windlass_bundle::crd::safety::Violation {
+    let violation = |namespace: &str, name: &str| windlass_bundle::crd::safety::Violation {
         crd: "databases.acme.windlass.dev".into(),
         kind: windlass_bundle::crd::safety::ViolationKind::InvalidExistingObject,
         object_kind: Some("Database".into()),
-        object: Some("team-a/orders".into()),
+        object: Some(name.into()),
         version: Some("v1".into()),
         field: Some("spec.replicas".into()),
         message: "must be at most 9".into(),
         verdict: windlass_bundle::crd::safety::Verdict::Blocks,
         ratcheted: false,
-        namespace: Some("team-a".into()),
+        namespace: Some(namespace.into()),
         old: None,
         new: None,
-    }]);
+    };
+    // The reader is team-a: team-b's object is counted, never named.
+    world.validation =
+        Validation::UnsafeCrds(windlass_bundle::crd::safety::Assessment::for_viewer(
+            vec![
+                violation("team-a", "team-a/orders"),
+                violation("team-b", "team-b/payroll"),
+            ],
+            windlass_bundle::crd::safety::Viewer::Namespace("team-a"),
+        ));
     let blocked = world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Pending);
     let (status, message) = world.step("CRDs");
     assert_eq!(status, "Blocked");
     assert!(
         message.contains("team-a/orders") && message.contains("spec.replicas"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("team-b") && !message.contains("payroll"),
+        "another namespace leaks: {message}"
+    );
+    assert!(
+        message.contains("1 object outside your namespace"),
         "{message}"
     );
     assert!(world.condition_is(
