@@ -66,6 +66,41 @@ spec:
   clusterScoped: [CustomResourceDefinitions, ClusterPermissions]
 YAML
 
+step "Give the namespace its install ServiceAccount: windlass installs acme-db's namespaced objects as it"
+cat <<YAML | tee /dev/stderr | kubectl apply --server-side -f - >/dev/null
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: windlass-installer
+  namespace: $ns
+---
+# acme-db's operator is granted its own custom resources; whoever grants that must hold it.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: acme-operator-apis
+rules:
+- apiGroups: [acme.windlass.dev]
+  resources: ["*"]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: windlass-installer-admin
+  namespace: $ns
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}
+subjects: [{kind: ServiceAccount, name: windlass-installer, namespace: $ns}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: windlass-installer-acme-operator-apis
+  namespace: $ns
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: acme-operator-apis}
+subjects: [{kind: ServiceAccount, name: windlass-installer, namespace: $ns}]
+YAML
+
 step "Subscribe to acme-db on channel stable, starting at 1.0.0, upgrades approved by hand"
 cat <<YAML | tee /dev/stderr | kubectl apply -n "$ns" -f - >/dev/null
 apiVersion: windlass.dev/v1alpha1

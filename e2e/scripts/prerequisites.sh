@@ -17,9 +17,10 @@ cluster=(docker-registry:docker-registry openssl:openssl curl:curl python3:pytho
 # Building windlass: rustc links through the C compiler.
 build=(cc:gcc)
 # The tests: skopeo reads images from the outside, the image test strips and inspects the
-# manager binary and unpacks layers, and checks the CA bundle the image carries.
+# manager binary and unpacks layers, and checks the CA bundle the image carries; htpasswd
+# writes the users of the registry that asks for credentials.
 tests=(skopeo:skopeo strip:binutils ldd:libc-bin tar:tar gzip:gzip
-  /etc/ssl/certs/ca-certificates.crt:ca-certificates)
+  /etc/ssl/certs/ca-certificates.crt:ca-certificates htpasswd:apache2-utils)
 case "$purpose" in
   cluster) needs=("${cluster[@]}") ;;
   demo) needs=("${cluster[@]}" "${build[@]}") ;;

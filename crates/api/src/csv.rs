@@ -60,6 +60,11 @@ pub struct ClusterServiceVersionSpec {
     /// What windlass changed to install the bundle on this Kubernetes (converted CRDs, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conversions: Vec<String>,
+    /// The ServiceAccount (in the CSV's namespace) that the operator's namespaced objects are
+    /// created as, by impersonation, so the API server refuses what it could not create or
+    /// grant itself. Absent: the manager's own identity (namespaces an InstallPolicy trusts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_service_account: Option<String>,
 }
 
 fn preserved_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -69,8 +69,15 @@ pub mod annotations {
     pub const CRD_PACKAGE: &str = "windlass.dev/bundle-package";
     /// On a CRD: the version of the bundle that last wrote it (CRDs never move backwards).
     pub const CRD_VERSION: &str = "windlass.dev/bundle-version";
+    /// On a CRD, written by a cluster admin: the package that may take it over from whoever
+    /// manages it now (Helm, a person, another package).
+    pub const CRD_ADOPT: &str = "windlass.dev/adopt";
     /// On a webhook serving-certificate Secret: when the certificate expires (RFC 3339).
     pub const CERTIFICATE_NOT_AFTER: &str = "windlass.dev/certificate-not-after";
+    /// On the same Secret after a rotation: when the certificate it replaced expires. Until
+    /// then the old CA stays in the webhooks' `caBundle` beside the new one, so a pod still
+    /// serving the old certificate is trusted while it picks up the new one.
+    pub const PREVIOUS_CERTIFICATE_NOT_AFTER: &str = "windlass.dev/previous-certificate-not-after";
     /// OLM's annotation on an operator's pod template: the namespaces it watches.
     pub const OLM_TARGET_NAMESPACES: &str = "olm.targetNamespaces";
     /// OLM's annotation on an operator's pod template: the namespace it runs in.
@@ -183,6 +190,8 @@ pub mod reasons {
         pub const SEAL_MISMATCH: &str = "SealMismatch";
         /// Reason of `ContentTrusted=True`.
         pub const SEALED: &str = "Sealed";
+        /// The install ServiceAccount may not create or grant what the CSV needs.
+        pub const INSTALL_FORBIDDEN: &str = super::policy::INSTALL_FORBIDDEN;
     }
 
     /// Why an install was refused by the namespace's InstallPolicies.
@@ -193,6 +202,9 @@ pub mod reasons {
         pub const INSTALL_MODE_UNSUPPORTED: &str = "InstallModeUnsupported";
         pub const TARGET_NAMESPACE_NOT_ALLOWED: &str = "TargetNamespaceNotAllowed";
         pub const CLUSTER_SCOPED_NOT_ALLOWED: &str = "ClusterScopedNotAllowed";
+        /// A CRD the bundle ships is managed by someone else (Helm, a person, another package)
+        /// and nothing allows taking it over.
+        pub const CRD_OWNED_ELSEWHERE: &str = "CRDOwnedElsewhere";
         /// The install ServiceAccount may not create or grant something (RBAC said no).
         pub const INSTALL_FORBIDDEN: &str = "InstallForbidden";
         /// Permitted: the condition names the policy and the identity.

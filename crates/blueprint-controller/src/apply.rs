@@ -11,9 +11,11 @@ use kube::{
     core::ApiResource,
 };
 use serde_json::{Value, json};
+use windlass_api::names::annotations;
 use windlass_api::{Blueprint, ClusterServiceVersion, FIELD_MANAGER};
 use windlass_kit::{Applier, ObjectKey};
 use windlass_revisions::SealKey;
+use windlass_tenancy::Identity;
 
 use crate::{
     Error,
@@ -59,18 +61,32 @@ async fn served(applier: &Applier, api_version: &str, kind: &str) -> Option<(Api
     applier.resource(api_version, kind).await.ok()
 }
 
+/// Who writes a revision: the manager (cluster-scoped objects, the CSV, sealed with its key) and
+/// the install identity (namespaced objects).
+pub struct Writers<'a> {
+    pub manager: &'a Applier,
+    pub installer: &'a Applier,
+    pub seal_key: &'a SealKey,
+}
+
 /// Applies a revision: clear supersedes cycles, CRDs, other objects, the CSV; then remove
-/// CSVs that hand over nothing and objects the revision no longer ships. `known_kinds` are the
+/// CSVs that hand over nothing and objects the revision no longer ships. Namespaced objects
+/// are applied and removed by `installer` (acting as the install identity), cluster-scoped
+/// ones (which the namespace's policies granted) and the CSV by the manager. `known_kinds` are the
 /// kinds any stored revision ships, where leftovers may be.
 pub async fn apply_revision(
-    applier: &Applier,
-    seal_key: &SealKey,
+    writers: &Writers<'_>,
     blueprint: &Blueprint,
     owner: &Owner,
     loaded: &Loaded,
     plan: &ApplyPlan,
     known_kinds: &[(String, String)],
 ) -> Result<(), Error> {
+    let Writers {
+        manager: applier,
+        installer,
+        seal_key,
+    } = *writers;
     let namespace = owner.namespace.as_str();
     let csvs = Api::<ClusterServiceVersion>::namespaced(applier.client().clone(), namespace);
     // First, so the CSV applied below never finds another naming it as its successor.
@@ -125,7 +141,14 @@ pub async fn apply_revision(
                     name: manifest.name().to_string(),
                     source,
                 })?;
-            build::object(&manifest.object, namespaced, owner)
+            let object = build::object(&manifest.object, namespaced, owner);
+            if namespaced {
+                // As the install identity: the API server decides what it may create.
+                installer.apply(&object).await?;
+                desired.insert(ObjectKey::of(&object));
+                continue;
+            }
+            object
         };
         applier.apply(&object).await?;
         desired.insert(ObjectKey::of(&object));
@@ -144,6 +167,10 @@ pub async fn apply_revision(
         progress_deadline_seconds: blueprint.spec.progress_deadline_seconds,
         conversions,
         target_namespaces: loaded.placement.targets.clone(),
+        install_service_account: match &loaded.placement.permit.identity {
+            Identity::ServiceAccount { name, .. } => Some(name.clone()),
+            Identity::Manager => None,
+        },
     };
     let mut csv = build::csv(&loaded.content, &settings).map_err(|e| Error::Build {
         name: loaded.content.cluster_service_version_name.clone(),
@@ -199,7 +226,11 @@ pub async fn apply_revision(
                 name: object.name_any(),
             };
             if !desired.contains(&key) {
-                applier.delete(&key).await?;
+                if key.namespace.is_some() {
+                    installer.delete(&key).await?;
+                } else {
+                    applier.delete(&key).await?;
+                }
             }
         }
     }
@@ -207,11 +238,13 @@ pub async fn apply_revision(
 }
 
 /// The finalizer's work: remove the cluster-scoped objects this Blueprint applied (namespaced
-/// ones go with it through their ownerReferences). CRDs only when `delete_crds` and no other
-/// windlass CSV still owns them; custom resources never. Returns what was removed.
+/// ones go with it through their ownerReferences). CRDs only when `delete_crds`, `package`
+/// manages them and no other windlass CSV still owns them; custom resources never. Returns
+/// what was removed.
 pub async fn cleanup(
     applier: &Applier,
     owner: &Owner,
+    package: &str,
     known_kinds: &[(String, String)],
     crds: &[String],
     delete_crds: bool,
@@ -242,8 +275,24 @@ pub async fn cleanup(
     }
     if delete_crds && !crds.is_empty() {
         // CRDs carry no Blueprint labels (they are shared); the stored revisions name them.
+        // Only those this package manages go, and none another windlass CSV owns.
         let others = crds_owned_elsewhere(applier.client(), &selector).await?;
+        let crd_api = Api::<CustomResourceDefinition>::all(applier.client().clone());
         for name in crds.iter().filter(|c| !others.contains(*c)) {
+            let live = crd_api.get_opt(name).await.map_err(|source| Error::Read {
+                what: format!("CRD {name}"),
+                source,
+            })?;
+            let ours = live.as_ref().is_some_and(|crd| {
+                crd.annotations()
+                    .get(annotations::CRD_PACKAGE)
+                    .map(String::as_str)
+                    == Some(package)
+            });
+            if !ours {
+                tracing::info!(crd = %name, "not deleted: another package or owner manages it");
+                continue;
+            }
             let key = ObjectKey {
                 api_version: CRD_API_VERSION.into(),
                 kind: CRD_KIND.into(),

@@ -149,6 +149,56 @@ pub struct BundleId<'a> {
     pub version: &'a str,
 }
 
+/// Who manages a live CRD, as far as taking it over goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CrdOwner {
+    /// This package wrote it last, or a cluster admin handed it to this package.
+    ThisPackage,
+    /// windlass applied it without naming a package (before packages were recorded).
+    Unclaimed,
+    /// Someone else: another package, Helm, or whoever applied it (from its managed fields).
+    Other(String),
+}
+
+/// Who manages `live` from the point of view of `package`, which ships a CRD of that name.
+pub fn crd_owner(live: &Value, package: &str) -> CrdOwner {
+    let meta = &live["metadata"];
+    let annotation = |key: &str| meta["annotations"][key].as_str();
+    let label = |key: &str| meta["labels"][key].as_str();
+    if annotation(annotations::CRD_ADOPT) == Some(package) {
+        return CrdOwner::ThisPackage;
+    }
+    match annotation(annotations::CRD_PACKAGE) {
+        Some(owner) if owner == package => return CrdOwner::ThisPackage,
+        Some(owner) => return CrdOwner::Other(format!("package {owner}")),
+        None => {}
+    }
+    if label(labels::MANAGED_BY) == Some(labels::MANAGED_BY_VALUE) {
+        return CrdOwner::Unclaimed;
+    }
+    if let Some(release) = annotation("meta.helm.sh/release-name") {
+        let namespace = annotation("meta.helm.sh/release-namespace").unwrap_or("?");
+        return CrdOwner::Other(format!("Helm release {namespace}/{release}"));
+    }
+    if let Some(tool) = label(labels::MANAGED_BY) {
+        return CrdOwner::Other(tool.to_string());
+    }
+    let mut managers: Vec<&str> = meta["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["manager"].as_str())
+        .filter(|manager| !manager.starts_with("kube-apiserver"))
+        .collect();
+    managers.sort_unstable();
+    managers.dedup();
+    if managers.is_empty() {
+        CrdOwner::Other("something other than windlass".into())
+    } else {
+        CrdOwner::Other(format!("field manager {}", managers.join(", ")))
+    }
+}
+
 /// Whether the live CRD was written by a newer version of the same package. CRDs are shared
 /// by every namespace; an install of an older version (in another namespace, or a rollback)
 /// must not take a newer definition away from what runs on it, so the newer one stays.
@@ -173,6 +223,9 @@ pub struct CsvSettings<'a> {
     pub conversions: Vec<String>,
     /// The namespaces the operator watches (`[]`: all), as the namespace's policies permit.
     pub target_namespaces: Vec<String>,
+    /// The ServiceAccount the CSV controller creates namespaced objects as (`None`: the
+    /// manager, in trusted namespaces).
+    pub install_service_account: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -205,6 +258,7 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
         supersedes: settings.supersedes.clone(),
         progress_deadline_seconds: settings.progress_deadline_seconds,
         conversions: settings.conversions.clone(),
+        install_service_account: settings.install_service_account.clone(),
     };
     let mut csv = ClusterServiceVersion::new(&content.cluster_service_version_name, spec);
     csv.metadata.namespace = Some(settings.owner.namespace.clone());

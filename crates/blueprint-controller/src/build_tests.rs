@@ -116,6 +116,7 @@ fn the_csv_carries_the_definition_the_revision_and_the_handover() {
             progress_deadline_seconds: Some(60),
             conversions: vec!["manifests/x.yaml: converted".into()],
             target_namespaces: vec!["team-a".into()],
+            install_service_account: None,
         },
     )
     .unwrap();
@@ -156,6 +157,7 @@ fn the_csv_watches_the_namespaces_it_was_placed_in() {
         progress_deadline_seconds: None,
         conversions: vec![],
         target_namespaces: vec![],
+        install_service_account: None,
     };
     let built = csv(&content, &settings).unwrap();
     assert_eq!(built["spec"]["targetNamespaces"], json!([]));
@@ -292,4 +294,61 @@ fn a_custom_resource_reader_reads_one_resource_of_one_group() {
     let core =
         json!({"metadata": {"name": "x"}, "spec": {"group": "", "names": {"plural": "secrets"}}});
     assert_eq!(custom_resource_reader(&core), None);
+}
+
+#[test]
+fn a_crd_is_taken_over_only_from_windlass_or_when_an_admin_hands_it_over() {
+    let crd = |labels: Value, annotations: Value, managers: &[&str]| {
+        json!({"metadata": {
+            "name": "widgets.acme.example.com",
+            "labels": labels,
+            "annotations": annotations,
+            "managedFields": managers.iter().map(|m| json!({"manager": m})).collect::<Vec<_>>(),
+        }})
+    };
+    let ours = crd(
+        json!({labels::MANAGED_BY: "windlass"}),
+        json!({annotations::CRD_PACKAGE: "acme"}),
+        &["windlass"],
+    );
+    assert_eq!(crd_owner(&ours, "acme"), CrdOwner::ThisPackage);
+    assert_eq!(
+        crd_owner(&ours, "rival"),
+        CrdOwner::Other("package acme".into())
+    );
+    let helm = crd(
+        json!({labels::MANAGED_BY: "Helm"}),
+        json!({"meta.helm.sh/release-name": "widgets", "meta.helm.sh/release-namespace": "infra"}),
+        &["helm"],
+    );
+    assert_eq!(
+        crd_owner(&helm, "acme"),
+        CrdOwner::Other("Helm release infra/widgets".into())
+    );
+    let by_hand = crd(
+        json!({}),
+        json!({}),
+        &["kubectl-client-side-apply", "kube-apiserver"],
+    );
+    assert_eq!(
+        crd_owner(&by_hand, "acme"),
+        CrdOwner::Other("field manager kubectl-client-side-apply".into())
+    );
+    let older_windlass = crd(
+        json!({labels::MANAGED_BY: "windlass"}),
+        json!({}),
+        &["windlass"],
+    );
+    assert_eq!(crd_owner(&older_windlass, "acme"), CrdOwner::Unclaimed);
+    let handed_over = crd(
+        json!({labels::MANAGED_BY: "Helm"}),
+        json!({annotations::CRD_ADOPT: "acme", annotations::CRD_PACKAGE: "rival"}),
+        &["helm"],
+    );
+    assert_eq!(crd_owner(&handed_over, "acme"), CrdOwner::ThisPackage);
+    assert_eq!(
+        crd_owner(&handed_over, "rival"),
+        CrdOwner::ThisPackage,
+        "the package that wrote it last keeps it"
+    );
 }

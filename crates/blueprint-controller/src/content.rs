@@ -6,8 +6,10 @@
 
 use std::collections::BTreeMap;
 use windlass_api::names::{
-    annotations, controllers, labels, reasons::revision::TAMPERED as REVISION_TAMPERED,
+    annotations, controllers, labels, reasons::policy as policy_reasons,
+    reasons::revision::TAMPERED as REVISION_TAMPERED,
 };
+use windlass_api::policy::ClusterScopedGrant;
 
 use k8s_openapi::{
     api::core::v1::Secret,
@@ -31,7 +33,7 @@ use crate::{
     observe::Observed,
     permit::{self, Placement},
     plan::{ContentRequest, CrdPolicy, Refusal, Source, Validation},
-    revision::{self, RevisionContent},
+    revision::{self, RevisionContent, RevisionError},
 };
 
 /// A revision's content, ready for the build stage.
@@ -63,7 +65,8 @@ pub async fn validate(
     let current = observed.current.as_ref();
     let content = match dereference(client, key, store, blueprint, request, current).await? {
         Ok(content) => content,
-        Err(unavailable) => return Ok((Validation::Unavailable(unavailable), None)),
+        Err(Unusable::Unavailable(message)) => return Ok((Validation::Unavailable(message), None)),
+        Err(Unusable::Invalid(message)) => return Ok((Validation::Invalid(message), None)),
     };
     if revision::csv_object(&content).is_none() {
         let message = format!(
@@ -83,6 +86,11 @@ pub async fn validate(
     let mut live_crds = BTreeMap::new();
     let mut violations = Vec::new();
     let mut kept = Vec::new();
+    let mut owned_elsewhere = Vec::new();
+    let may_adopt = placement
+        .permit
+        .granted
+        .contains(&ClusterScopedGrant::CrdAdoption);
     for crd in converted
         .objects
         .iter()
@@ -95,6 +103,15 @@ pub async fn validate(
             package: &content.package,
             version: &content.version,
         };
+        // CRDs are shared by the whole cluster: one that someone else manages is not taken
+        // over unless an admin said so (a policy grant, or an annotation on the CRD).
+        if request.crds == CrdPolicy::Apply
+            && let build::CrdOwner::Other(owner) = build::crd_owner(&live, &content.package)
+            && !may_adopt
+        {
+            owned_elsewhere.push(format!("{} (managed by {owner})", crd.name()));
+            continue;
+        }
         match request.crds {
             CrdPolicy::KeepLive => kept.push(crd.name().to_string()),
             // A newer version of the package wrote it: it stays (see build::live_crd_is_newer).
@@ -111,6 +128,22 @@ pub async fn validate(
             }
         }
         live_crds.insert(crd.name().to_string(), live);
+    }
+    if !owned_elsewhere.is_empty() {
+        let refusal = Refusal {
+            reason: policy_reasons::CRD_OWNED_ELSEWHERE,
+            message: format!(
+                "{} ships {}: windlass does not take over a CRD something else manages. A \
+                 cluster admin can hand one to this package (kubectl annotate crd NAME {}={}) \
+                 or grant CrdAdoption to namespace {} in an InstallPolicy",
+                content.cluster_service_version_name,
+                owned_elsewhere.join(", "),
+                annotations::CRD_ADOPT,
+                content.package,
+                blueprint.namespace().unwrap_or_default(),
+            ),
+        };
+        return Ok((Validation::Refused(refusal), None));
     }
     let validation = if violations.is_empty() {
         Validation::Ready { kept_crds: kept }
@@ -132,8 +165,15 @@ pub async fn validate(
     Ok((validation, Some(loaded)))
 }
 
-/// The content of the requested revision, stored in its Secret. `Err(message)` when it cannot
-/// be had right now.
+/// Why a revision's content cannot be used.
+enum Unusable {
+    /// Not now (catalog not served, registry down): tried again.
+    Unavailable(String),
+    /// Never as it is (too large to keep as a revision): the install fails, saying so.
+    Invalid(String),
+}
+
+/// The content of the requested revision, stored in its Secret, or why it cannot be used.
 async fn dereference(
     client: &Client,
     key: &SealKey,
@@ -141,7 +181,7 @@ async fn dereference(
     blueprint: &Blueprint,
     request: &ContentRequest,
     current: Option<&RevisionContent>,
-) -> Result<Result<RevisionContent, String>, Error> {
+) -> Result<Result<RevisionContent, Unusable>, Error> {
     // The Secret wins when it holds this revision; one holding something else (a number
     // reused after a crash, a hand edit) is written over from the source.
     if let Some(content) = current.filter(|c| {
@@ -165,20 +205,29 @@ async fn dereference(
                     spec.target_namespaces.clone(),
                 )
             }
-            Err(message) => return Ok(Err(message)),
+            Err(message) => return Ok(Err(Unusable::Unavailable(message))),
         },
         Source::Stored { revision: from } => match read(client, key, blueprint, *from).await? {
             Ok(mut restored) => {
                 restored.reason = Some(format!("restored from revision {from}"));
                 restored
             }
-            Err(refusal) => return Ok(Err(refusal.message)),
+            Err(refusal) => return Ok(Err(Unusable::Unavailable(refusal.message))),
         },
     };
     content.revision = request.revision;
     content.created_by = Some(controllers::BLUEPRINT.to_string());
-    store_revision(client, key, blueprint, &content).await?;
-    Ok(Ok(content))
+    match store_revision(client, key, blueprint, &content).await {
+        Ok(()) => Ok(Ok(content)),
+        // Retrying cannot make it fit: say so on the Blueprint instead of backing off quietly.
+        Err(Error::Revision {
+            source: source @ RevisionError::TooLarge { .. },
+            ..
+        }) => Ok(Err(Unusable::Invalid(format!(
+            "it cannot be kept as a revision: {source}"
+        )))),
+        Err(error) => Err(error),
+    }
 }
 
 /// The bundle from the named catalog, or from the first served catalog that has it.

@@ -91,6 +91,33 @@ impl ReconcileError for Error {
     }
 }
 
+impl Error {
+    /// What the API server said, when an object write was refused (else the whole error).
+    pub fn api_message(&self) -> String {
+        match self {
+            Error::Object(error) => error
+                .api_message()
+                .map_or_else(|| error.to_string(), str::to_string),
+            Error::Apply {
+                source: kube::Error::Api(status),
+                ..
+            } => status.message.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The API server refused the write for lack of permission (RBAC of the identity used).
+    pub fn is_forbidden(&self) -> bool {
+        match self {
+            Error::Object(error) => error.is_forbidden(),
+            Error::Apply { source, .. } => {
+                matches!(source, kube::Error::Api(status) if status.code == 403)
+            }
+            _ => false,
+        }
+    }
+}
+
 impl FromFinalizerError for Error {
     fn from_finalizer(name: String, message: String) -> Self {
         Error::Finalizer { name, message }

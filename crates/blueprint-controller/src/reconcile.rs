@@ -24,11 +24,12 @@ use serde_json::json;
 use tracing::info;
 use windlass_api::{
     Blueprint, ClusterServiceVersion, FIELD_MANAGER,
-    names::{controllers, finalizers, labels, steps},
+    condition::{Condition, ConditionStatus, set_condition},
+    names::{conditions, controllers, finalizers, labels, reasons, steps},
     subscription::CrdDeletionPolicy,
 };
 use windlass_catalog_store::CatalogStore;
-use windlass_kit::{Applier, Metrics, Notice, Scope, Shell, runner, status};
+use windlass_kit::{Applier, Identities, Metrics, Notice, Scope, Shell, runner, status};
 use windlass_revisions::SealKey;
 
 use crate::{
@@ -48,11 +49,14 @@ pub struct Context {
     pub blueprints: Store<Blueprint>,
     /// Seals revision Secrets and checks them before their content is used.
     pub seal_key: SealKey,
+    /// Clients acting as install identities.
+    pub identities: Identities,
 }
 
 /// Runs the Blueprint controller over `scope` until `shutdown` resolves.
 pub async fn run(
     client: Client,
+    identities: Identities,
     scope: Scope,
     store: Arc<CatalogStore>,
     metrics: Arc<dyn Metrics>,
@@ -75,6 +79,7 @@ pub async fn run(
         store,
         blueprints: cache,
         seal_key,
+        identities,
     });
     let results = controller
         .owns(csvs, watcher::Config::default().labels(labels::BLUEPRINT))
@@ -212,9 +217,22 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                 message: "an apply came without validated content".into(),
             });
         };
+        let identity = loaded.placement.permit.identity.username();
+        let installer = ctx
+            .identities
+            .client_for(identity.as_deref())
+            .map(|client| ctx.applier.with_client(client))
+            .map_err(|e| Error::Plan {
+                name: name.clone(),
+                message: format!("a client acting as {identity:?}: {e}"),
+            })?;
+        let writers = apply::Writers {
+            manager: &ctx.applier,
+            installer: &installer,
+            seal_key: &ctx.seal_key,
+        };
         let applied = apply::apply_revision(
-            &ctx.applier,
-            &ctx.seal_key,
+            &writers,
             blueprint,
             &owner(blueprint),
             loaded,
@@ -223,6 +241,25 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         )
         .await;
         if let Err(error) = applied {
+            // The install identity may not create or grant something: the API server's words
+            // name the verb, the resource and the namespace.
+            if error.is_forbidden() {
+                set_condition(
+                    &mut decision.status.conditions,
+                    Condition::new(
+                        conditions::blueprint::INSTALL_PERMITTED,
+                        ConditionStatus::False,
+                        reasons::policy::INSTALL_FORBIDDEN,
+                        format!(
+                            "installing as {}: {}",
+                            identity.as_deref().unwrap_or("the manager"),
+                            error.api_message()
+                        ),
+                    )
+                    .observed(blueprint.metadata.generation),
+                    now,
+                );
+            }
             // Say so on the object; the error itself retries with backoff.
             if let Some(step) = decision
                 .status
@@ -331,6 +368,7 @@ async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
     let removed = apply::cleanup(
         &ctx.applier,
         &owner(blueprint),
+        &blueprint.spec.package,
         &observed.kinds,
         &observed.crds,
         delete_crds,

@@ -255,18 +255,32 @@ impl CatalogStore {
 
     /// A bundle's content, from the cache when `digest` (or the catalog's location) is known,
     /// otherwise read from where the catalog says it lives. When `digest` is given and the
-    /// catalog now serves different content under the same CSV name, that is an error: the
-    /// caller resolved against older content.
+    /// catalog now serves different content under the same CSV name (a republished bundle),
+    /// that is an error naming the new digest: the caller resolved against older content.
+    /// While the catalog does not serve the bundle (not loaded yet, or unreachable), cached
+    /// content for `digest` is what was resolved and is returned.
     pub async fn bundle(
         &self,
         catalog: &str,
         csv_name: &str,
         digest: Option<&str>,
     ) -> Result<Arc<BundleContent>, StoreError> {
-        if let Some(hit) = digest.and_then(|d| self.cached(d))
-            && hit.csv_name == csv_name
-        {
-            return Ok(hit);
+        let known = digest
+            .and_then(|d| self.cached(d))
+            .filter(|hit| hit.csv_name == csv_name);
+        let serving = self
+            .get(catalog)
+            .and_then(|served| served.bundles.get(csv_name).cloned());
+        if let Some(hit) = known {
+            // The catalog's location names the digest it serves now, when it pins one: a
+            // republished bundle shows up there, never in the cache.
+            let unchanged = serving
+                .as_ref()
+                .and_then(BundleLocation::digest)
+                .is_none_or(|now| now == hit.digest);
+            if unchanged {
+                return Ok(hit);
+            }
         }
         let served = self
             .get(catalog)

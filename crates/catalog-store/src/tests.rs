@@ -142,3 +142,60 @@ fn credentials_go_only_to_their_registry() {
         Auth::Anonymous
     );
 }
+
+fn acme_db(digest: &str) -> BundleContent {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles/acme-db/1.0.0");
+    let bundle = windlass_bundle::load_bundle(&path).unwrap();
+    BundleContent {
+        package: "acme-db".into(),
+        csv_name: bundle.csv.name().to_string(),
+        version: semver::Version::new(1, 0, 0),
+        digest: digest.into(),
+        image: None,
+        bundle,
+    }
+}
+
+fn serving_at(digest: &str) -> ServedCatalog {
+    let mut catalog = served("builtin", 0, digest, &[]);
+    catalog.bundles.insert(
+        "acme-db.v1.0.0".into(),
+        BundleLocation::Directory {
+            path: "/nowhere".into(),
+            digest: digest.into(),
+        },
+    );
+    catalog
+}
+
+#[tokio::test]
+async fn a_republished_bundle_is_seen_although_the_old_digest_is_cached() {
+    let store = CatalogStore::new();
+    store.remember(acme_db("sha256:old"));
+    store.serve(serving_at("sha256:old"));
+    let same = store
+        .bundle("builtin", "acme-db.v1.0.0", Some("sha256:old"))
+        .await
+        .unwrap();
+    assert_eq!(same.digest, "sha256:old");
+
+    // The catalog now serves other content under the same CSV name.
+    store.remember(acme_db("sha256:new"));
+    store.serve(serving_at("sha256:new"));
+    match store
+        .bundle("builtin", "acme-db.v1.0.0", Some("sha256:old"))
+        .await
+    {
+        Err(StoreError::DigestChanged { actual, .. }) => assert_eq!(actual, "sha256:new"),
+        other => panic!("the republished bundle went unnoticed: {other:?}"),
+    }
+
+    // A catalog that is not served (unreachable, not loaded) leaves what was resolved usable.
+    let offline = CatalogStore::new();
+    offline.remember(acme_db("sha256:old"));
+    let kept = offline
+        .bundle("builtin", "acme-db.v1.0.0", Some("sha256:old"))
+        .await
+        .unwrap();
+    assert_eq!(kept.digest, "sha256:old");
+}

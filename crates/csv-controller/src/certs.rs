@@ -22,6 +22,9 @@ pub struct CertError {
     source: rcgen::Error,
 }
 
+/// The Secret data key of the CA a rotation replaced, kept while its certificate is valid.
+const PREVIOUS_CA_KEY: &str = "previous-ca.crt";
+
 /// A CA and a serving certificate it signed, PEM-encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServingCert {
@@ -29,6 +32,8 @@ pub struct ServingCert {
     pub cert_pem: String,
     pub key_pem: String,
     pub not_after: Timestamp,
+    /// After a rotation: the CA that signed the replaced certificate, and when that expires.
+    pub previous: Option<(String, Timestamp)>,
 }
 
 impl ServingCert {
@@ -39,7 +44,58 @@ impl ServingCert {
             ("tls.key".to_string(), self.key_pem.clone()),
             ("ca.crt".to_string(), self.ca_pem.clone()),
         ]
-        .into()
+        .into_iter()
+        .chain(
+            self.previous
+                .as_ref()
+                .map(|(ca, _)| (PREVIOUS_CA_KEY.to_string(), ca.clone())),
+        )
+        .collect()
+    }
+
+    /// The Secret's annotations: when the certificate (and any replaced one) expires.
+    pub fn secret_annotations(&self) -> BTreeMap<String, String> {
+        let mut annotations = BTreeMap::from([(
+            annotations::CERTIFICATE_NOT_AFTER.to_string(),
+            self.not_after.to_string(),
+        )]);
+        if let Some((_, expires)) = &self.previous {
+            annotations.insert(
+                annotations::PREVIOUS_CERTIFICATE_NOT_AFTER.to_string(),
+                expires.to_string(),
+            );
+        }
+        annotations
+    }
+
+    /// What webhook clients trust: the CA, and after a rotation also the one it replaced,
+    /// since pods pick up a rotated Secret only some time after it is written.
+    pub fn ca_bundle(&self) -> String {
+        match &self.previous {
+            Some((previous, _)) => format!("{}{}", self.ca_pem, previous),
+            None => self.ca_pem.clone(),
+        }
+    }
+
+    /// `fresh` replacing this certificate: this one's CA stays trusted until it expires.
+    pub fn rotated_to(self, fresh: ServingCert) -> ServingCert {
+        ServingCert {
+            previous: Some((self.ca_pem, self.not_after)),
+            ..fresh
+        }
+    }
+
+    /// This certificate without a replaced CA whose certificate has expired (no pod can
+    /// serve that one any more).
+    pub fn settled(mut self, now: Timestamp) -> ServingCert {
+        if self
+            .previous
+            .as_ref()
+            .is_some_and(|(_, expires)| *expires <= now)
+        {
+            self.previous = None;
+        }
+        self
     }
 
     /// Reads a certificate back from a Secret's data and annotations; `None` when anything is
@@ -60,6 +116,11 @@ impl ServingCert {
                 .get(annotations::CERTIFICATE_NOT_AFTER)?
                 .parse()
                 .ok()?,
+            previous: text(PREVIOUS_CA_KEY).zip(
+                annotations
+                    .get(annotations::PREVIOUS_CERTIFICATE_NOT_AFTER)
+                    .and_then(|t| t.parse().ok()),
+            ),
         })
     }
 
@@ -122,6 +183,7 @@ pub fn generate(service: &str, namespace: &str, now: Timestamp) -> Result<Servin
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
         not_after,
+        previous: None,
     })
 }
 
@@ -143,18 +205,41 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k, v.into_bytes()))
             .collect();
-        let annotations = [(
-            annotations::CERTIFICATE_NOT_AFTER.to_string(),
-            cert.not_after.to_string(),
-        )]
-        .into();
-        let back = ServingCert::from_secret(&data, &annotations).unwrap();
+        let back = ServingCert::from_secret(&data, &cert.secret_annotations()).unwrap();
         assert_eq!(back, cert);
 
         assert!(!cert.needs_rotation(now));
         assert!(!cert.needs_rotation(now + SignedDuration::from_hours(24 * 300)));
         assert!(cert.needs_rotation(now + SignedDuration::from_hours(24 * 340)));
         assert!(cert.needs_rotation(now + VALIDITY));
+    }
+
+    #[test]
+    fn a_rotation_keeps_the_old_ca_trusted_until_its_certificate_expires() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let old = generate("gateway-webhook", "ops", now).unwrap();
+        let rotation = old.not_after - ROTATE_BEFORE + SignedDuration::from_hours(1);
+        let fresh = generate("gateway-webhook", "ops", rotation).unwrap();
+        let rotated = old.clone().rotated_to(fresh.clone());
+        assert_eq!(rotated.cert_pem, fresh.cert_pem);
+        let bundle = rotated.ca_bundle();
+        assert!(bundle.contains(&fresh.ca_pem) && bundle.contains(&old.ca_pem));
+
+        // Kept through the Secret, and dropped once the old certificate has expired.
+        let data = rotated
+            .secret_data()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()))
+            .collect();
+        let back = ServingCert::from_secret(&data, &rotated.secret_annotations()).unwrap();
+        assert_eq!(back, rotated);
+        let before_expiry = back
+            .clone()
+            .settled(old.not_after - SignedDuration::from_secs(1));
+        assert!(before_expiry.ca_bundle().contains(&old.ca_pem));
+        let after_expiry = back.settled(old.not_after);
+        assert_eq!(after_expiry.ca_bundle(), fresh.ca_pem);
+        assert_eq!(after_expiry.previous, None);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct Inputs<'a> {
     pub requirements_unmet: Option<String>,
     /// The install strategy cannot be applied as written.
     pub invalid_strategy: Option<String>,
+    /// The install ServiceAccount was refused an object (the API server's message).
+    pub forbidden: Option<String>,
     /// Health of the Deployments after applying; `None` when nothing was applied.
     pub health: Option<Health>,
     pub install_started: Option<Timestamp>,
@@ -79,6 +81,18 @@ pub fn next(inputs: &Inputs<'_>) -> Decision {
     }
     if let Some(message) = &inputs.invalid_strategy {
         return decide(CsvPhase::Failed, reason::INVALID_STRATEGY, message.clone());
+    }
+    if let Some(message) = &inputs.forbidden {
+        // Tried again while the deadline runs: the platform team may grant what is missing.
+        let expired = inputs
+            .install_started
+            .is_some_and(|started| inputs.now > started + inputs.deadline);
+        let phase = if expired {
+            CsvPhase::Failed
+        } else {
+            CsvPhase::Installing
+        };
+        return decide(phase, reason::INSTALL_FORBIDDEN, message.clone());
     }
     if let Some(message) = &inputs.requirements_unmet {
         return decide(

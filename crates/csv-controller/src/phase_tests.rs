@@ -12,6 +12,7 @@ fn inputs(current: Option<CsvPhase>, health: Option<Health>) -> Inputs<'static> 
         successor: None,
         requirements_unmet: None,
         invalid_strategy: None,
+        forbidden: None,
         health,
         install_started: Some(at(0)),
         now: at(10),
@@ -169,4 +170,19 @@ fn a_replacing_csv_whose_successor_went_away_installs_again_with_a_new_clock() {
     );
     let d = next(&inputs(Some(CsvPhase::Replacing), Some(Health::Healthy)));
     assert_eq!(d.phase, CsvPhase::Succeeded);
+}
+
+#[test]
+fn an_install_its_service_account_may_not_make_waits_then_fails_at_the_deadline() {
+    let mut i = inputs(Some(CsvPhase::Installing), None);
+    i.forbidden =
+        Some("roles is forbidden: User \"system:serviceaccount:a:windlass-installer\"".into());
+    let d = next(&i);
+    assert_eq!(
+        (d.phase, d.reason),
+        (CsvPhase::Installing, reason::INSTALL_FORBIDDEN)
+    );
+    assert!(d.message.contains("windlass-installer"));
+    i.now = at(61);
+    assert_eq!(next(&i).phase, CsvPhase::Failed);
 }

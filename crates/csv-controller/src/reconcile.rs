@@ -25,7 +25,8 @@ use windlass_api::{
 };
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 use windlass_kit::{
-    Applier, ApplyError, Metrics, Notice, ObjectKey, ReconcileError, Scope, Shell, Stage,
+    Applier, ApplyError, Identities, Metrics, Notice, ObjectKey, ReconcileError, Scope, Shell,
+    Stage,
     runner::{self, FromFinalizerError},
     status,
 };
@@ -97,11 +98,14 @@ pub struct Context {
     pub server_version: Option<semver::Version>,
     /// The manager's sealing key: only CSVs sealed with it are acted on.
     pub seal_key: SealKey,
+    /// Clients acting as the CSVs' install ServiceAccounts.
+    pub identities: Identities,
 }
 
 /// Runs the controller over `scope` until `shutdown` resolves.
 pub async fn run(
     client: Client,
+    identities: Identities,
     scope: Scope,
     seal_key: SealKey,
     metrics: Arc<dyn Metrics>,
@@ -119,6 +123,7 @@ pub async fn run(
         shell: Shell::new(client, scope, controllers::CLUSTER_SERVICE_VERSION, metrics),
         server_version,
         seal_key,
+        identities,
     });
     let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
     let results = Controller::new(csvs.clone(), watcher::Config::default())
@@ -217,6 +222,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         successor,
         requirements_unmet: requirements::unmet_summary(&statuses),
         invalid_strategy: invalid,
+        forbidden: None,
         health: None,
         install_started: status.install_start_time.as_ref().map(|t| t.0),
         now,
@@ -240,15 +246,51 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         };
         match build_all(client, &ctx_install, now).await {
             Ok((objects, conversions)) => {
+                // Namespaced objects as the install identity, so the API server refuses what
+                // it could not create or grant; cluster-scoped ones (which the namespace's
+                // policies granted) as the manager. Removal stays with the manager: it only
+                // ever removes what windlass created.
+                let identity = install_identity(csv);
+                let installer = ctx
+                    .identities
+                    .client_for(identity.as_deref())
+                    .map(|client| ctx.applier.with_client(client))
+                    .map_err(|source| Error::Read {
+                        what: format!("a client acting as {identity:?}"),
+                        source,
+                    })?;
                 for object in &objects {
-                    ctx.applier.apply(&object.object).await?;
+                    if object.namespace().is_none() {
+                        ctx.applier.apply(&object.object).await?;
+                        continue;
+                    }
+                    match installer.apply(&object.object).await {
+                        Ok(_) => {}
+                        Err(error)
+                            if error.is_forbidden()
+                                && csv.spec.install_service_account.is_some() =>
+                        {
+                            inputs.forbidden = Some(
+                                error
+                                    .api_message()
+                                    .map_or_else(|| error.to_string(), str::to_string),
+                            );
+                            break;
+                        }
+                        Err(error) => return Err(error.into()),
+                    }
                 }
-                for (crd, patch) in conversions {
-                    patch_conversion(client, &crd, &patch).await?;
+                if inputs.forbidden.is_some() {
+                    // Nothing more is applied or judged until the account may create it all.
+                    external = objects.iter().filter(|o| !o.owned).map(reference).collect();
+                } else {
+                    for (crd, patch) in conversions {
+                        patch_conversion(client, &crd, &patch).await?;
+                    }
+                    external = objects.iter().filter(|o| !o.owned).map(reference).collect();
+                    prune(&ctx.applier, csv, &objects).await?;
+                    inputs.health = Some(observe_health(client, &namespace, def).await?);
                 }
-                external = objects.iter().filter(|o| !o.owned).map(reference).collect();
-                prune(&ctx.applier, csv, &objects).await?;
-                inputs.health = Some(observe_health(client, &namespace, def).await?);
             }
             Err(message) => inputs.invalid_strategy = Some(message),
         }
@@ -370,6 +412,14 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     }
 }
 
+/// The CSV's install ServiceAccount as the API server names it (`None`: the manager).
+fn install_identity(csv: &ClusterServiceVersion) -> Option<String> {
+    csv.spec
+        .install_service_account
+        .as_ref()
+        .map(|name| Identities::service_account(&csv.namespace().unwrap_or_default(), name))
+}
+
 fn reference(object: &DesiredObject) -> ObjectReference {
     ObjectReference {
         api_version: object.object["apiVersion"]
@@ -462,10 +512,14 @@ async fn current_or_new_cert(
             .map(|(k, v)| (k, v.0))
             .collect();
         let annotations = secret.metadata.annotations.unwrap_or_default();
-        if let Some(cert) =
-            certs::ServingCert::from_secret(&data, &annotations).filter(|c| !c.needs_rotation(now))
-        {
-            return Ok(cert);
+        if let Some(cert) = certs::ServingCert::from_secret(&data, &annotations) {
+            if !cert.needs_rotation(now) {
+                return Ok(cert.settled(now));
+            }
+            // failurePolicy Fail webhooks would refuse requests while a pod still serves the
+            // old certificate: both CAs are trusted until the old one expires.
+            let fresh = certs::generate(&webhooks::service_name(deployment), namespace, now)?;
+            return Ok(cert.rotated_to(fresh));
         }
     }
     Ok(certs::generate(

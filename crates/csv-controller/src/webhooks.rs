@@ -161,7 +161,7 @@ pub fn build(
                     "metadata": {
                         "name": cert_secret_name(deployment),
                         "namespace": ctx.namespace,
-                        "annotations": {windlass_api::names::annotations::CERTIFICATE_NOT_AFTER: cert.not_after.to_string()},
+                        "annotations": cert.secret_annotations(),
                     },
                     "data": cert.secret_data().iter().map(|(k, v)| (k.clone(), base64(v.as_bytes()))).collect::<serde_json::Map<_, _>>(),
                 }),
@@ -198,7 +198,7 @@ fn client_config(
     if let Some(path) = def.webhook_path.as_deref().or(default_path) {
         service["path"] = json!(path);
     }
-    json!({"service": service, "caBundle": base64(cert.ca_pem.as_bytes())})
+    json!({"service": service, "caBundle": base64(cert.ca_bundle().as_bytes())})
 }
 
 fn admission_configuration(

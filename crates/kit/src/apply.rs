@@ -100,19 +100,29 @@ pub enum ApplyError {
 }
 
 impl ApplyError {
-    /// The API server's status code, when it answered.
-    pub fn status_code(&self) -> Option<u16> {
+    fn api_status(&self) -> Option<&kube::core::Status> {
         match self {
             ApplyError::Discovery { source, .. }
             | ApplyError::Read { source, .. }
             | ApplyError::Write { source, .. }
             | ApplyError::Delete { source, .. }
             | ApplyError::List { source, .. } => match source {
-                kube::Error::Api(status) => Some(status.code),
+                kube::Error::Api(status) => Some(status),
                 _ => None,
             },
             ApplyError::Malformed { .. } => None,
         }
+    }
+
+    /// The API server's status code, when it answered.
+    pub fn status_code(&self) -> Option<u16> {
+        self.api_status().map(|status| status.code)
+    }
+
+    /// What the API server said, in its own words, when it answered (for conditions: the
+    /// full error also carries the whole status object).
+    pub fn api_message(&self) -> Option<&str> {
+        self.api_status().map(|status| status.message.as_str())
     }
 
     /// Someone changed the object since it was read: decide again.

@@ -20,6 +20,7 @@
 pub mod apply;
 pub mod compare;
 pub mod events;
+pub mod identity;
 pub mod runner;
 pub mod scope;
 pub mod seal_key;
@@ -27,6 +28,7 @@ pub mod status;
 
 pub use apply::{Applied, Applier, ApplyError, ObjectKey};
 pub use events::{Events, Notice};
+pub use identity::Identities;
 pub use runner::{Metrics, ReconcileError, Stage};
 pub use scope::Scope;
 

@@ -4,8 +4,8 @@
 //! seal checks. A namespace user who may write CSVs can neither create one that is acted on
 //! nor widen one windlass wrote.
 //!
-//! The seal covers the fields that decide what is created (`definition`, `targetNamespaces`,
-//! `config`) in a canonical form, because the API server hands the object back with its keys
+//! The seal covers the fields that decide what is created and as whom (`definition`,
+//! `targetNamespaces`, `config`, `installServiceAccount`) in a canonical form, because the API server hands the object back with its keys
 //! reordered and numbers re-rendered.
 
 use serde_json::Value;
@@ -25,7 +25,7 @@ fn subject(namespace: &str, name: &str) -> Subject {
 
 /// The sealed parts of `spec`, canonical: keys sorted, nulls left out, whole floats written as
 /// integers, and a missing `targetNamespaces` or `config` the same as an empty one.
-fn parts(spec: &Value) -> [Vec<u8>; 3] {
+fn parts(spec: &Value) -> [Vec<u8>; 4] {
     let field = |key: &str, empty: Value| match spec.get(key) {
         None | Some(Value::Null) => empty,
         Some(value) => value.clone(),
@@ -34,6 +34,7 @@ fn parts(spec: &Value) -> [Vec<u8>; 3] {
         canonical(&field("definition", Value::Null)),
         canonical(&field("targetNamespaces", Value::Array(Vec::new()))),
         canonical(&field("config", Value::Object(Default::default()))),
+        canonical(&field("installServiceAccount", Value::Null)),
     ]
 }
 
@@ -144,6 +145,20 @@ mod tests {
         widened["definition"]["spec"]["install"]["spec"]["clusterPermissions"] = json!([{"serviceAccountName": "db", "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}]);
         assert_eq!(
             verify_spec(&key(), "team-a", "db.v1.1.0", &widened, Some(&sealed)),
+            Err(SealError::Mismatch)
+        );
+        // Dropping the install identity (to be installed as the manager) breaks the seal.
+        let mut with_installer = spec();
+        with_installer["installServiceAccount"] = json!("windlass-installer");
+        let sealed_with_installer = seal_spec(&key(), "team-a", "db.v1.1.0", &with_installer);
+        assert_eq!(
+            verify_spec(
+                &key(),
+                "team-a",
+                "db.v1.1.0",
+                &spec(),
+                Some(&sealed_with_installer)
+            ),
             Err(SealError::Mismatch)
         );
         let mut all_namespaces = spec();

@@ -22,6 +22,29 @@ pub fn plain_http() -> RegistryOptions {
 /// image of `package` on channel `stable`, after `tweak` has had a chance to change each
 /// manifest (as a JSON value). Returns the image reference.
 pub async fn publish(package: &str, path: &str, tweak: impl Fn(&mut Value)) -> String {
+    let repository = crate::registry().unique_repository(package);
+    publish_to(&repository, package, path, tweak).await
+}
+
+/// [`publish`] into `repository` (tagged with the bundle's version), so a test can push the
+/// same reference again with other content.
+pub async fn publish_to(
+    repository: &str,
+    package: &str,
+    path: &str,
+    tweak: impl Fn(&mut Value),
+) -> String {
+    publish_with(&plain_http(), repository, package, path, tweak).await
+}
+
+/// [`publish_to`] a registry reached with `options` (credentials, for one that asks).
+pub async fn publish_with(
+    options: &RegistryOptions,
+    repository: &str,
+    package: &str,
+    path: &str,
+    tweak: impl Fn(&mut Value),
+) -> String {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../bundles")
         .join(path);
@@ -53,8 +76,8 @@ pub async fn publish(package: &str, path: &str, tweak: impl Fn(&mut Value)) -> S
         .version()
         .map(|v| v.to_string())
         .unwrap_or_else(|_| "latest".into());
-    let reference = format!("{}:{version}", crate::registry().unique_repository(package));
-    oci::push(&layout, &bundle.annotations, &reference, &plain_http())
+    let reference = format!("{repository}:{version}");
+    oci::push(&layout, &bundle.annotations, &reference, options)
         .await
         .unwrap_or_else(|e| panic!("pushing {reference}: {e}"));
     reference

@@ -246,6 +246,30 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{}-{suffix}", prefix.trim_matches('-'))
 }
 
+/// A ClusterRole over the sample operators' own API group (`acme.windlass.dev`). An install
+/// ServiceAccount may grant an operator only what it holds itself, and `admin` does not hold
+/// the custom resources of CRDs; a platform team grants those as this does.
+pub const SAMPLE_OPERATOR_APIS: &str = "windlass-e2e-sample-operator-apis";
+
+async fn sample_operator_apis_role(admin: &Client) {
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use kube::api::{Patch, PatchParams};
+    let role = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": { "name": SAMPLE_OPERATOR_APIS },
+        "rules": [{ "apiGroups": ["acme.windlass.dev"], "resources": ["*"], "verbs": ["*"] }],
+    });
+    Api::<ClusterRole>::all(admin.clone())
+        .patch(
+            SAMPLE_OPERATOR_APIS,
+            &PatchParams::apply("windlass-e2e").force(),
+            &Patch::Apply(&role),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying ClusterRole {SAMPLE_OPERATOR_APIS}: {e}"));
+}
+
 /// A namespace that belongs to one test and is deleted when the value is dropped.
 pub struct TestNamespace {
     pub name: String,
@@ -273,7 +297,58 @@ impl TestNamespace {
     ) -> TestNamespace {
         let mut all = vec![(TENANT_NAMESPACE_LABEL, "true")];
         all.extend_from_slice(labels);
-        TestNamespace::with_labels(client, prefix, &all).await
+        let ns = TestNamespace::with_labels(client, prefix, &all).await;
+        ns.install_service_account(client, &["admin", SAMPLE_OPERATOR_APIS])
+            .await;
+        ns
+    }
+
+    /// The namespace's install ServiceAccount (`windlass-installer`, what windlass acts as
+    /// for installs here), bound to each ClusterRole of `roles` in the namespace, as a platform
+    /// team sets it up for a tenant. Waits until the API server's authorizer knows it.
+    pub async fn install_service_account(&self, admin: &Client, roles: &[&str]) {
+        for role in roles {
+            self.bind_install_service_account(admin, role).await;
+        }
+    }
+
+    async fn bind_install_service_account(&self, admin: &Client, role: &str) {
+        use k8s_openapi::api::{core::v1::ServiceAccount, rbac::v1::RoleBinding};
+        if role == SAMPLE_OPERATOR_APIS {
+            sample_operator_apis_role(admin).await;
+        }
+        let name = windlass_tenancy::DEFAULT_SERVICE_ACCOUNT;
+        let account = ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), &self.name);
+        if accounts.get_opt(name).await.ok().flatten().is_none() {
+            accounts
+                .create(&PostParams::default(), &account)
+                .await
+                .unwrap_or_else(|e| panic!("creating ServiceAccount {name}: {e}"));
+        }
+        let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": format!("{name}-{role}") },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": self.name }],
+        }))
+        .expect("a RoleBinding");
+        Api::<RoleBinding>::namespaced(admin.clone(), &self.name)
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap_or_else(|e| panic!("binding {role} to ServiceAccount {name}: {e}"));
+        let user = format!("system:serviceaccount:{}:{name}", self.name);
+        let probe = if role == SAMPLE_OPERATOR_APIS {
+            ("acme.windlass.dev", "databases", "update")
+        } else {
+            ("", "configmaps", "get")
+        };
+        wait_until_authorized(admin, &user, &self.name, probe).await;
     }
 
     async fn with_labels(client: &Client, prefix: &str, extra: &[(&str, &str)]) -> TestNamespace {

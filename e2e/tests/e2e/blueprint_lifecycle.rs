@@ -142,7 +142,7 @@ async fn a_deleted_csv_is_put_back_from_the_stored_revision() {
 }
 
 /// Gives the sample acme-db CRD a group of its own, so deleting it touches no other test.
-fn own_crd_group(group: &str) -> impl Fn(&mut Value) + '_ {
+pub(crate) fn own_crd_group(group: &str) -> impl Fn(&mut Value) + '_ {
     move |object: &mut Value| {
         let crd_name = format!("databases.{group}");
         if object["kind"] == "CustomResourceDefinition" {

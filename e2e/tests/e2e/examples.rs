@@ -177,6 +177,7 @@ async fn check_install_policy(client: &Client, stem: &str, document: Value) {
     let package = document["spec"]["packages"][0]
         .as_str()
         .unwrap_or("acme-db");
+    crate::tenancy::hand_shared_crds_to_acme_db(client).await;
     let outcome = async {
         subscribe(client, &ns.name, "example", json!({"package": package})).await;
         let blueprint = wait_blueprint(client, &ns.name, "example", "installed", TIMEOUT, |b| {

@@ -1,6 +1,6 @@
 //! Lifecycle scenarios that need a catalog of their own, published as bundle images in the
 //! local registry: rollback after the old version left the catalog, an unsafe CRD change
-//! blocked, and a catalog that becomes unreachable.
+//! blocked, a catalog that becomes unreachable, and a bundle republished under the same name.
 //!
 //! Each test publishes the sample acme-db bundles under a package name of its own and a
 //! priority below the built-in catalog's, so no other test ever resolves against it.
@@ -16,7 +16,7 @@ use serde_json::json;
 use windlass_api::{Blueprint, ConditionStatus, blueprint::BlueprintPhase, catalog::CatalogPhase};
 use windlass_testkit::{
     TestNamespace,
-    catalogs::{TestCatalog, phase as catalog_phase, publish},
+    catalogs::{TestCatalog, phase as catalog_phase, publish, publish_to},
     lifecycle::{condition, is_at, subscribe, wait_blueprint},
     require_manager, unique_name,
 };
@@ -278,4 +278,67 @@ async fn an_unreachable_catalog_keeps_serving_its_last_content() {
         |b| is_at(b, BlueprintPhase::Succeeded, "1.0.0"),
     )
     .await;
+}
+
+/// Given acme-db installed from a bundle image, when the image's tag is pushed again with other
+/// content under the same CSV name (a republished bundle), then windlass notices it at the
+/// catalog's next poll, although it holds the old content in its cache, and installs the new
+/// content as a new revision.
+#[tokio::test]
+async fn a_republished_bundle_is_installed_as_a_new_revision() {
+    require_manager();
+    let ns = TestNamespace::create(&windlass_testkit::client().await, "republished").await;
+    let client = ns.client().clone();
+    let package = unique_name("acme-db-republished");
+    let repository = windlass_testkit::registry().unique_repository(&package);
+    let image = publish_to(&repository, &package, "acme-db/1.0.0", |_| {}).await;
+    let test_catalog =
+        TestCatalog::create(&client, "republished", std::slice::from_ref(&image)).await;
+    test_catalog
+        .wait("Serving", |c| {
+            catalog_phase(c) == Some(CatalogPhase::Serving)
+        })
+        .await;
+    subscribe(
+        &client,
+        &ns.name,
+        "db",
+        json!({ "package": package, "catalog": test_catalog.name, "targetNamespaces": [ns.name] }),
+    )
+    .await;
+    let digest = |b: &Blueprint| b.spec.bundle.as_ref().and_then(|r| r.digest.clone());
+    let first = wait_blueprint(&client, &ns.name, "db", "1.0.0 Succeeded", TIMEOUT, |b| {
+        is_at(b, BlueprintPhase::Succeeded, "1.0.0")
+    })
+    .await;
+    let first_digest = digest(&first).expect("the Blueprint pins the bundle's digest");
+
+    let republished = publish_to(&repository, &package, "acme-db/1.0.0", |object| {
+        if object["kind"] == "ClusterServiceVersion" {
+            object["metadata"]["annotations"]["description"] = json!("republished");
+        }
+    })
+    .await;
+    assert_eq!(republished, image, "the same tag, pushed again");
+    let second = wait_blueprint(
+        &client,
+        &ns.name,
+        "db",
+        "the republished content Succeeded",
+        TIMEOUT,
+        |b| {
+            digest(b).is_some_and(|d| d != first_digest)
+                && is_at(b, BlueprintPhase::Succeeded, "1.0.0")
+                && b.spec.revision > first.spec.revision
+        },
+    )
+    .await;
+    let csv = Api::<windlass_api::ClusterServiceVersion>::namespaced(client.clone(), &ns.name)
+        .get(&second.spec.cluster_service_version_name)
+        .await
+        .unwrap();
+    assert_eq!(
+        csv.spec.definition["metadata"]["annotations"]["description"],
+        "republished"
+    );
 }

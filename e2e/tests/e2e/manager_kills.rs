@@ -8,9 +8,10 @@
 use std::{collections::BTreeSet, path::PathBuf, process::Command, time::Duration};
 
 use k8s_openapi::api::{
+    admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
     apps::v1::Deployment,
     core::v1::{Secret, ServiceAccount},
-    rbac::v1::{Role, RoleBinding},
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
 use kube::{Api, ResourceExt, api::ListParams};
 use serde_json::json;
@@ -37,10 +38,26 @@ fn manager_bin() -> PathBuf {
         })
 }
 
-fn kill_manager() {
+/// SIGKILLs the manager; whether a running manager was killed (only those count).
+fn kill_manager() -> bool {
     let pid =
         std::fs::read_to_string(state_dir().join("pids/manager")).expect("the manager's pid file");
-    let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+    Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Which part of the lifecycle a kill landed in, from the Blueprint seen just before it.
+fn stage_of(blueprint: &Blueprint) -> &'static str {
+    match windlass_testkit::lifecycle::phase(blueprint) {
+        Some(BlueprintPhase::Failed | BlueprintPhase::RollingBack | BlueprintPhase::RolledBack) => {
+            "rollback"
+        }
+        _ if blueprint.spec.cluster_service_version_name == "acme-db.v1.0.0" => "install",
+        _ => "upgrade",
+    }
 }
 
 fn restart_manager() {
@@ -65,8 +82,10 @@ impl Lcg {
 }
 
 /// Given a Subscription that installs 1.0.0, upgrades to 1.1.0, fails on 1.1.1 and rolls back,
-/// when the manager is killed at random moments throughout, then it still ends RolledBack at
-/// 1.1.0 with one CSV, one Deployment, one set of RBAC, and one revision Secret per revision.
+/// when the manager is killed at random moments throughout (kills that hit a running manager
+/// counted, and at least one in each of install, upgrade and rollback), then it still ends
+/// RolledBack at 1.1.0 with one CSV, one Deployment, one set of RBAC (cluster-wide included),
+/// webhook configurations only of that CSV, and one revision Secret per revision.
 #[tokio::test]
 async fn killing_the_manager_at_random_moments_always_converges() {
     require_manager();
@@ -99,23 +118,58 @@ async fn killing_the_manager_at_random_moments_always_converges() {
     let blueprints = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
     let mut kills = 0;
     let mut phases_seen = BTreeSet::new();
-    while kills < KILLS {
-        tokio::time::sleep(Duration::from_millis(200 + random.next_millis(2500))).await;
+    let mut stages = BTreeSet::new();
+    let kill_now = async |stages: &mut BTreeSet<&'static str>, phases: &mut BTreeSet<String>| {
         if let Ok(Some(b)) = blueprints.get_opt("db").await {
             let phase = windlass_testkit::lifecycle::phase(&b);
-            phases_seen.insert(format!(
+            phases.insert(format!(
                 "{} {}",
                 b.spec.cluster_service_version_name,
                 phase.map_or("-".to_string(), |p| format!("{p:?}"))
             ));
+            if kill_manager() {
+                stages.insert(stage_of(&b));
+                return true;
+            }
         }
-        kill_manager();
-        kills += 1;
+        false
+    };
+    while kills < KILLS {
+        tokio::time::sleep(Duration::from_millis(200 + random.next_millis(2500))).await;
+        kills += usize::from(kill_now(&mut stages, &mut phases_seen).await);
         // Sometimes stay down a little, as a crash-looping pod would.
         tokio::time::sleep(Duration::from_millis(random.next_millis(1500))).await;
         restart_manager();
     }
-    println!("{kills} kills; states seen while killing: {phases_seen:?}");
+    // The rollback may not have begun yet: kill it there too, as soon as it does.
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    while !stages.contains("rollback") && std::time::Instant::now() < deadline {
+        let in_rollback = blueprints
+            .get_opt("db")
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|b| {
+                matches!(
+                    windlass_testkit::lifecycle::phase(&b),
+                    Some(BlueprintPhase::Failed | BlueprintPhase::RollingBack)
+                )
+            });
+        if in_rollback && kill_now(&mut stages, &mut phases_seen).await {
+            kills += 1;
+            restart_manager();
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    println!("{kills} kills, in {stages:?}; states seen while killing: {phases_seen:?}");
+    assert!(kills >= KILLS, "only {kills} kills hit a running manager");
+    for stage in ["install", "upgrade", "rollback"] {
+        assert!(
+            stages.contains(stage),
+            "no kill landed in the {stage}: {phases_seen:?}"
+        );
+    }
 
     let blueprint = wait_blueprint(
         &client,
@@ -210,6 +264,79 @@ async fn killing_the_manager_at_random_moments_always_converges() {
             "Role {} belongs to a CSV that is gone",
             role.name_any()
         );
+    }
+    // Cluster-scoped objects follow no ownerReference: exactly those of the surviving CSV.
+    let of_namespace =
+        ListParams::default().labels(&format!("windlass.dev/csv-namespace={}", ns.name));
+    let cluster_roles = Api::<ClusterRole>::all(client.clone())
+        .list(&of_namespace)
+        .await
+        .unwrap();
+    let cluster_bindings = Api::<ClusterRoleBinding>::all(client.clone())
+        .list(&of_namespace)
+        .await
+        .unwrap();
+    assert!(
+        !cluster_roles.items.is_empty(),
+        "acme-db's clusterPermissions became a ClusterRole"
+    );
+    assert_eq!(
+        cluster_roles.items.len(),
+        cluster_bindings.items.len(),
+        "one ClusterRoleBinding per ClusterRole"
+    );
+    for object in cluster_roles
+        .items
+        .iter()
+        .map(|r| &r.metadata)
+        .chain(cluster_bindings.items.iter().map(|b| &b.metadata))
+    {
+        assert_eq!(
+            object
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("windlass.dev/csv"))
+                .map(String::as_str),
+            Some("acme-db.v1.1.0"),
+            "{} belongs to a CSV that is gone",
+            object.name.as_deref().unwrap_or_default()
+        );
+    }
+    for (kind, webhooks) in [
+        (
+            "ValidatingWebhookConfiguration",
+            Api::<ValidatingWebhookConfiguration>::all(client.clone())
+                .list(&of_namespace)
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .map(|w| w.metadata.clone())
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            Api::<MutatingWebhookConfiguration>::all(client.clone())
+                .list(&of_namespace)
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .map(|w| w.metadata.clone())
+                .collect::<Vec<_>>(),
+        ),
+    ] {
+        for meta in webhooks {
+            assert_eq!(
+                meta.labels
+                    .as_ref()
+                    .and_then(|l| l.get("windlass.dev/csv"))
+                    .map(String::as_str),
+                Some("acme-db.v1.1.0"),
+                "{kind} {} belongs to a CSV that is gone",
+                meta.name.as_deref().unwrap_or_default()
+            );
+        }
     }
     let secrets = Api::<Secret>::namespaced(client.clone(), &ns.name)
         .list(&ListParams::default().labels("windlass.dev/blueprint=db"))

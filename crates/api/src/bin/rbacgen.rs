@@ -19,6 +19,7 @@ const READ_WRITE: &[&str] = &[
     "get", "list", "watch", "create", "update", "patch", "delete",
 ];
 const EVENTS: &[&str] = &["create", "patch"];
+const IMPERSONATE: &[&str] = &["impersonate"];
 
 fn rule(
     why: &'static [&'static str],
@@ -208,6 +209,16 @@ fn cluster_rules() -> Vec<Rule> {
                 "mutatingwebhookconfigurations",
             ],
             READ_WRITE,
+        ),
+        rule(
+            &[
+                "Installs in namespaces no InstallPolicy trusts are applied as the namespace's install",
+                "ServiceAccount (impersonated), so the API server refuses whatever that account could",
+                "not create or grant itself. Only ServiceAccounts: never users or groups.",
+            ],
+            &[""],
+            &["serviceaccounts"],
+            IMPERSONATE,
         ),
         rule(
             &[

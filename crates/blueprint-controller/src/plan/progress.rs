@@ -218,6 +218,18 @@ fn in_progress<'a>(
         }
         Verdict::Failed(why) => fail(input, draft, record, &why),
         Verdict::Running { message, deadline } => {
+            // The install ServiceAccount may not create what the CSV needs: the API server's
+            // refusal, as the CSV reports it, names what it lacks.
+            if let Some(csv) = reporting_csv(input, &record)
+                .filter(|c| c.reason == reasons::csv::INSTALL_FORBIDDEN)
+            {
+                draft.set_condition(
+                    conditions::blueprint::INSTALL_PERMITTED,
+                    false,
+                    reasons::policy::INSTALL_FORBIDDEN,
+                    &csv.message,
+                );
+            }
             let phase = if restoring {
                 BlueprintPhase::RollingBack
             } else {

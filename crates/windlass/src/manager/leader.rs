@@ -22,6 +22,11 @@ use tracing::{debug, info, warn};
 const LEASE_DURATION: Duration = Duration::from_secs(30);
 const RENEW_EVERY: Duration = Duration::from_secs(10);
 const RETRY_EVERY: Duration = Duration::from_secs(5);
+/// A holder that has not renewed for this long stops reconciling. Shorter than the Lease's
+/// duration, so it has stopped before another replica can see the Lease expire and take over.
+const RENEW_DEADLINE: Duration = Duration::from_secs(20);
+/// How soon a failed renewal is tried again.
+const RENEW_RETRY: Duration = Duration::from_secs(2);
 
 pub struct Lease {
     api: Api<LeaseObject>,
@@ -133,25 +138,75 @@ impl Lease {
     }
 }
 
+/// How a holder paces its renewals.
+#[derive(Clone, Copy, Debug)]
+struct Renewal {
+    every: Duration,
+    retry: Duration,
+    deadline: Duration,
+}
+
+const RENEWAL: Renewal = Renewal {
+    every: RENEW_EVERY,
+    retry: RENEW_RETRY,
+    deadline: RENEW_DEADLINE,
+};
+
 impl Held {
-    /// Renews the Lease until shutdown; returns an error when leadership is lost.
-    pub async fn keep(&self, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
-        let mut last_renewed = tokio::time::Instant::now();
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(RENEW_EVERY) => {}
-                _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+    /// Renews the Lease until shutdown; returns an error when leadership is lost, or when it
+    /// could not be renewed within the renew deadline (before the Lease can expire).
+    pub async fn keep(&self, shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+        keep_renewing(&self.lease.name, RENEWAL, shutdown, || {
+            self.lease.try_take()
+        })
+        .await
+    }
+}
+
+async fn keep_renewing<F, Fut>(
+    name: &str,
+    pace: Renewal,
+    mut shutdown: watch::Receiver<bool>,
+    mut renew: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    // When the Lease was last renewed, measured from before the request that renewed it (the
+    // Lease's renewTime is no earlier), so the time left is never overestimated.
+    let mut last_renewed = tokio::time::Instant::now();
+    let mut failing = false;
+    loop {
+        let wait = if failing { pace.retry } else { pace.every };
+        let left = pace.deadline.saturating_sub(last_renewed.elapsed());
+        tokio::select! {
+            _ = tokio::time::sleep(wait.min(left)) => {}
+            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+        }
+        let left = pace.deadline.saturating_sub(last_renewed.elapsed());
+        if left.is_zero() {
+            bail!(
+                "could not renew the Lease {name} within {:?}",
+                pace.deadline
+            );
+        }
+        let attempt = tokio::time::Instant::now();
+        // A renewal that hangs must not carry the holder past the deadline either.
+        match tokio::time::timeout(left, renew()).await {
+            Ok(Ok(true)) => {
+                last_renewed = attempt;
+                failing = false;
             }
-            match self.lease.try_take().await {
-                Ok(true) => last_renewed = tokio::time::Instant::now(),
-                Ok(false) => bail!("another replica holds the Lease {}", self.lease.name),
-                Err(error) if last_renewed.elapsed() < LEASE_DURATION => {
-                    debug!(%error, "renewal failed; retrying")
-                }
-                Err(error) => {
-                    return Err(error).context("could not renew the Lease before it expired");
-                }
+            Ok(Ok(false)) => bail!("another replica holds the Lease {name}"),
+            Ok(Err(error)) => {
+                debug!(%error, "renewal failed; retrying");
+                failing = true;
             }
+            Err(_) => bail!(
+                "renewing the Lease {name} did not finish within the {:?} deadline",
+                pace.deadline
+            ),
         }
     }
 }
@@ -193,6 +248,64 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const FAST: Renewal = Renewal {
+        every: Duration::from_millis(40),
+        retry: Duration::from_millis(10),
+        deadline: Duration::from_millis(150),
+    };
+
+    #[tokio::test]
+    async fn a_holder_that_cannot_renew_stops_at_the_deadline() {
+        let (_stop, shutdown) = watch::channel(false);
+        let started = tokio::time::Instant::now();
+        let mut attempts = 0;
+        let result = keep_renewing("l", FAST, shutdown, || {
+            attempts += 1;
+            async { Err(anyhow::anyhow!("the apiserver does not answer")) }
+        })
+        .await;
+        let stopped = started.elapsed();
+        assert!(result.unwrap_err().to_string().contains("within"));
+        assert!(attempts >= 2, "failed renewals are retried: {attempts}");
+        assert!(stopped >= FAST.deadline, "{stopped:?}");
+        assert!(stopped < FAST.deadline * 2, "{stopped:?}");
+    }
+
+    #[tokio::test]
+    async fn a_renewal_that_hangs_stops_the_holder_at_the_deadline() {
+        let (_stop, shutdown) = watch::channel(false);
+        let started = tokio::time::Instant::now();
+        let result = keep_renewing("l", FAST, shutdown, || {
+            std::future::pending::<anyhow::Result<bool>>()
+        })
+        .await;
+        assert!(result.is_err());
+        assert!(
+            started.elapsed() < FAST.deadline * 2,
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn renewals_that_succeed_keep_the_lease_until_shutdown() {
+        let (stop, shutdown) = watch::channel(false);
+        let keeping = tokio::spawn(keep_renewing("l", FAST, shutdown, || async { Ok(true) }));
+        tokio::time::sleep(FAST.deadline * 3).await;
+        assert!(!keeping.is_finished(), "renewed leadership was given up");
+        stop.send(true).unwrap();
+        keeping.await.unwrap().unwrap();
+    }
+
+    #[test]
+    fn the_holder_stops_before_the_lease_can_expire() {
+        assert!(RENEWAL.deadline < LEASE_DURATION);
+        assert!(
+            RENEWAL.every * 2 <= RENEWAL.deadline,
+            "two renewals fit in the deadline"
+        );
+    }
 
     fn spec(holder: &str, renewed_seconds_ago: i64, now: Timestamp) -> LeaseSpec {
         LeaseSpec {

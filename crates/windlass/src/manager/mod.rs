@@ -85,6 +85,12 @@ fn init_logging(level: &str, format: &str) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+    Ok(Client::try_from(config(kubeconfig).await?)?)
+}
+
+/// The manager's connection settings: the kubeconfig or the in-cluster account, with the user
+/// agent that names the manager in audit logs (kept when it impersonates an install identity).
+pub(crate) async fn config(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Config> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = match kubeconfig {
         Some(path) => {
@@ -103,11 +109,14 @@ pub(crate) async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Clien
         hyper::header::USER_AGENT,
         hyper::header::HeaderValue::from_str(&agent)?,
     ));
-    Ok(Client::try_from(config)?)
+    Ok(config)
 }
 
 async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
-    let client = client(args.kubeconfig.as_ref()).await?;
+    let config = config(args.kubeconfig.as_ref()).await?;
+    let client = Client::try_from(config.clone())?;
+    // Tenants' installs are applied as their install ServiceAccount, by impersonation.
+    let identities = windlass_kit::Identities::new(config, client.clone());
     let scope = scope::scope(args.watch_namespace.as_deref());
     let version = client
         .apiserver_version()
@@ -196,6 +205,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                 runs(scope::Controller::Blueprint),
                 windlass_blueprint_controller::run(
                     client.clone(),
+                    identities.clone(),
                     scope.clone(),
                     store.clone(),
                     registry.controller("blueprint"),
@@ -207,6 +217,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                 runs(scope::Controller::ClusterServiceVersion),
                 windlass_csv_controller::run(
                     client.clone(),
+                    identities.clone(),
                     scope.clone(),
                     seal_key.clone(),
                     registry.controller("clusterserviceversion"),
