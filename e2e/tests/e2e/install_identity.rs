@@ -1,11 +1,18 @@
 //! Installs in a tenant's namespace are applied as its install ServiceAccount
 //! (`windlass-installer`, impersonated), so the API server itself refuses whatever that account
-//! could not create or grant, and the refusal names what it lacks.
+//! could not create or grant, the refusal names what it lacks, and the whole lifecycle
+//! (install, upgrade, rollback) runs as that account.
 
 use std::time::Duration;
 
-use k8s_openapi::api::{core::v1::ServiceAccount, rbac::v1::RoleBinding};
-use kube::{Api, api::DeleteParams};
+use k8s_openapi::api::{
+    core::v1::ServiceAccount,
+    rbac::v1::{Role, RoleBinding},
+};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
 use serde_json::json;
 use windlass_api::{
     Blueprint, ConditionStatus,
@@ -15,6 +22,8 @@ use windlass_api::{
 use windlass_testkit::{
     SAMPLE_OPERATOR_APIS,
     lifecycle::{condition, is_at, subscribe, wait_blueprint},
+    manager::audit_log,
+    wait_until_authorized,
 };
 
 use crate::tenancy::{TestPolicy, self_service};
@@ -102,4 +111,121 @@ async fn an_install_is_limited_to_what_its_service_account_may_do() {
         is_at(b, BlueprintPhase::Succeeded, "1.0.0")
     })
     .await;
+}
+
+/// The manager's creates, updates and patches of `resource` in `namespace` that the API server
+/// completed, each with the user it acted as (`None`: as itself), from the audit log.
+fn manager_writes_to(resource: &str, namespace: &str) -> Vec<Option<String>> {
+    let text = std::fs::read_to_string(audit_log()).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| {
+            event["stage"] == "ResponseComplete"
+                && event["userAgent"]
+                    .as_str()
+                    .is_some_and(|agent| agent.starts_with("windlass-manager/"))
+                && ["create", "update", "patch"].contains(&event["verb"].as_str().unwrap_or(""))
+                && event["objectRef"]["resource"] == resource
+                && event["objectRef"]["subresource"].is_null()
+                && event["objectRef"]["namespace"] == namespace
+                && event["responseStatus"]["code"]
+                    .as_u64()
+                    .is_some_and(|code| code < 300)
+        })
+        .map(|event| {
+            event["impersonatedUser"]["username"]
+                .as_str()
+                .map(String::from)
+        })
+        .collect()
+}
+
+/// Given a tenant's namespace whose install ServiceAccount may install acme-db, when the
+/// tenant installs 1.0.0, follows the channel to 1.0.1 and rolls back to 1.0.0 by hand, then
+/// each step succeeds, and every write windlass made to the operator's Deployments, Roles,
+/// RoleBindings and ServiceAccounts was made as the install account (the API server's audit log
+/// says who), never as the manager itself.
+#[tokio::test]
+async fn a_tenant_installs_upgrades_and_rolls_back_as_its_install_account() {
+    let (admin, ns, as_tenant) = self_service("tenantlife").await;
+    let _policy = TestPolicy::create(
+        &admin,
+        &ns.name,
+        json!({"clusterScoped": ["CustomResourceDefinitions", "ClusterPermissions", "CrdAdoption"]}),
+    )
+    .await;
+    // The tenant may also edit its Blueprints (a rollback is an edit of the target).
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "blueprint-editor", "namespace": ns.name},
+        "rules": [{"apiGroups": ["windlass.dev"], "resources": ["blueprints"], "verbs": ["get", "patch"]}],
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(admin.clone(), &ns.name)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let user = format!("tenant-{}", ns.name);
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "blueprint-editor", "namespace": ns.name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "blueprint-editor"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), &ns.name)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    wait_until_authorized(
+        &admin,
+        &user,
+        &ns.name,
+        ("windlass.dev", "blueprints", "patch"),
+    )
+    .await;
+
+    subscribe(
+        &as_tenant,
+        &ns.name,
+        "db",
+        json!({"package": "acme-db", "channel": "stable", "versionRange": "<1.1.0",
+               "startingCSV": "acme-db.v1.0.0", "targetNamespaces": [ns.name]}),
+    )
+    .await;
+    wait_blueprint(&admin, &ns.name, "db", "1.0.1 Succeeded", TIMEOUT, |b| {
+        is_at(b, BlueprintPhase::Succeeded, "1.0.1")
+    })
+    .await;
+    Api::<Blueprint>::namespaced(as_tenant, &ns.name)
+        .patch(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"clusterServiceVersionName": "acme-db.v1.0.0"}})),
+        )
+        .await
+        .expect("the tenant rolls back");
+    wait_blueprint(
+        &admin,
+        &ns.name,
+        "db",
+        "rolled back to 1.0.0",
+        TIMEOUT,
+        |b| is_at(b, BlueprintPhase::Succeeded, "1.0.0"),
+    )
+    .await;
+
+    let installer = format!("system:serviceaccount:{}:windlass-installer", ns.name);
+    for resource in ["deployments", "roles", "rolebindings", "serviceaccounts"] {
+        let writes = manager_writes_to(resource, &ns.name);
+        assert!(
+            !writes.is_empty(),
+            "windlass wrote no {resource} in {}",
+            ns.name
+        );
+        assert!(
+            writes
+                .iter()
+                .all(|w| w.as_deref() == Some(installer.as_str())),
+            "{resource} written other than as the install account: {writes:?}"
+        );
+    }
 }
