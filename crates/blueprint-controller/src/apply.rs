@@ -112,7 +112,7 @@ pub async fn apply_revision(
     let mut desired: BTreeSet<ObjectKey> = BTreeSet::new();
     for manifest in &loaded.converted.objects {
         let live = loaded.live_crds.get(manifest.name());
-        let object = if manifest.kind() == CRD_KIND {
+        let (object, writer) = if manifest.kind() == CRD_KIND {
             // A rollback keeps the newer definition of a CRD that exists.
             if plan.content.crds == CrdPolicy::KeepLive && live.is_some() {
                 continue;
@@ -130,7 +130,7 @@ pub async fn apply_revision(
                 );
                 continue;
             }
-            build::crd(&manifest.object, live, owner, &from)
+            (build::crd(&manifest.object, live, owner, &from), applier)
         } else {
             let (_, namespaced) = applier
                 .resource(manifest.api_version(), manifest.kind())
@@ -141,16 +141,12 @@ pub async fn apply_revision(
                     name: manifest.name().to_string(),
                     source,
                 })?;
-            let object = build::object(&manifest.object, namespaced, owner);
-            if namespaced {
-                // As the install identity: the API server decides what it may create.
-                installer.apply(&object).await?;
-                desired.insert(ObjectKey::of(&object));
-                continue;
-            }
-            object
+            // Namespaced objects as the install identity: the API server decides what it
+            // may create.
+            let writer = if namespaced { installer } else { applier };
+            (build::object(&manifest.object, namespaced, owner), writer)
         };
-        applier.apply(&object).await?;
+        writer.apply(&object).await?;
         desired.insert(ObjectKey::of(&object));
     }
 

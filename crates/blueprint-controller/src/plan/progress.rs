@@ -20,6 +20,12 @@ use super::{
 };
 use windlass_bundle::crd::safety as crd_safety;
 
+mod validation;
+mod verdict;
+
+use validation::{not_permitted, unsafe_crds, untrusted, validated};
+use verdict::{Verdict, describe_csv, judge, reporting_csv, until};
+
 /// Right after a write of our own: its watch event usually comes first anyway.
 const SOON: Duration = Duration::from_secs(1);
 /// Waiting on something a watch reports (dependencies); a safety net only.
@@ -450,182 +456,6 @@ fn complete(draft: &mut Draft<'_>, record: &RevisionRecord) {
         );
         draft.update_record(&undone);
     }
-}
-
-/// Conditions from the validate stage; whether to apply, and the CRD step's message.
-fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) -> (bool, String) {
-    if !matches!(validation, Validation::Tampered(_)) {
-        draft.remove_condition(conditions::blueprint::CONTENT_TRUSTED);
-    }
-    if !matches!(validation, Validation::Refused(_)) {
-        draft.remove_condition(conditions::blueprint::INSTALL_PERMITTED);
-    }
-    match validation {
-        Validation::Ready { kept_crds } if restoring && !kept_crds.is_empty() => {
-            let kept = kept_crds.join(", ");
-            draft.set_condition(
-                conditions::blueprint::CRDS_KEPT,
-                true,
-                "RollbackKeepsNewerCRDs",
-                &format!(
-                    "{kept} stay at the newer definition: a rollback never downgrades CRDs, so \
-                     objects the newer version wrote stay readable"
-                ),
-            );
-            (true, format!("kept at the newer definition: {kept}"))
-        }
-        Validation::Ready { kept_crds } if !kept_crds.is_empty() => {
-            let kept = kept_crds.join(", ");
-            draft.set_condition(
-                conditions::blueprint::CRDS_KEPT,
-                true,
-                "NewerVersionInstalled",
-                &format!(
-                    "{kept} stay at the definition a newer version of this package applied \
-                     (CRDs are shared by every namespace and never move backwards)"
-                ),
-            );
-            (true, format!("kept at the newer definition: {kept}"))
-        }
-        Validation::Ready { .. } => {
-            if !restoring {
-                draft.remove_condition(conditions::blueprint::CRDS_KEPT);
-                draft.set_condition(
-                    conditions::blueprint::CRD_UPGRADE_SAFE,
-                    true,
-                    "Safe",
-                    "every stored version is kept and every existing object is valid",
-                );
-            }
-            (true, String::new())
-        }
-        Validation::UnsafeCrds(violations) => {
-            let summary = unsafe_crds(draft, violations);
-            (false, format!("not re-applied: {summary}"))
-        }
-        Validation::Unavailable(message) => (false, format!("not re-applied: {message}")),
-        Validation::Invalid(message) => (false, format!("not re-applied: {message}")),
-        Validation::Tampered(message) => {
-            untrusted(draft, message);
-            (false, format!("not re-applied: {message}"))
-        }
-        Validation::Refused(refusal) => {
-            not_permitted(draft, refusal);
-            (false, format!("not re-applied: {}", refusal.message))
-        }
-    }
-}
-
-fn not_permitted(draft: &mut Draft<'_>, refusal: &Refusal) {
-    draft.set_condition(
-        conditions::blueprint::INSTALL_PERMITTED,
-        false,
-        refusal.reason,
-        &refusal.message,
-    );
-}
-
-fn untrusted(draft: &mut Draft<'_>, message: &str) {
-    draft.set_condition(
-        conditions::blueprint::CONTENT_TRUSTED,
-        false,
-        reasons::revision::TAMPERED,
-        message,
-    );
-}
-
-fn unsafe_crds(draft: &mut Draft<'_>, assessment: &crd_safety::Assessment) -> String {
-    let summary = assessment.summary(3);
-    let reason = assessment
-        .findings
-        .first()
-        .map(|v| v.kind)
-        .or_else(|| assessment.hidden.first().map(|h| h.kind))
-        .map_or("Unsafe", |kind| kind.reason());
-    draft.set_condition(
-        conditions::blueprint::CRD_UPGRADE_SAFE,
-        false,
-        reason,
-        &summary,
-    );
-    summary
-}
-
-enum Verdict {
-    Succeeded(String),
-    Failed(String),
-    Running {
-        message: String,
-        deadline: Timestamp,
-    },
-}
-
-/// The CSV's status, if it speaks for this revision: it carries the revision's annotation
-/// and has observed its own latest spec.
-fn reporting_csv<'i>(input: &'i Input<'_>, record: &RevisionRecord) -> Option<&'i ObservedCsv> {
-    input.csvs.iter().find(|c| {
-        c.name == record.cluster_service_version_name
-            && !c.deleting
-            && c.revision == Some(record.revision)
-            && c.generation.is_some()
-            && c.observed_generation == c.generation
-    })
-}
-
-/// The deadline counts from when applying began, or from the CSV's own install start when
-/// that is later (its spec changed since).
-fn judge(input: &Input<'_>, record: &RevisionRecord) -> Verdict {
-    let csv = reporting_csv(input, record);
-    let seconds = input
-        .spec
-        .progress_deadline_seconds
-        .unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS)
-        .max(1);
-    let began = record.started_time.as_ref().map_or(input.now, |t| t.0);
-    let clock = csv
-        .and_then(|c| c.install_start)
-        .map_or(began, |s| s.max(began));
-    let deadline = clock
-        .checked_add(SignedDuration::from_secs(seconds))
-        .unwrap_or(clock);
-    let name = &record.cluster_service_version_name;
-    match csv.and_then(|c| c.phase) {
-        Some(CsvPhase::Succeeded) => Verdict::Succeeded(describe_csv(input, record)),
-        Some(CsvPhase::Failed) => {
-            let c = csv.expect("a phase comes from a CSV");
-            Verdict::Failed(format!("{name} Failed: {}: {}", c.reason, c.message))
-        }
-        _ if input.now > deadline => Verdict::Failed(format!(
-            "{name} did not succeed within the progress deadline of {seconds}s ({})",
-            describe_csv(input, record)
-        )),
-        _ => Verdict::Running {
-            message: describe_csv(input, record),
-            deadline,
-        },
-    }
-}
-
-fn describe_csv(input: &Input<'_>, record: &RevisionRecord) -> String {
-    let name = &record.cluster_service_version_name;
-    match reporting_csv(input, record) {
-        Some(c) => {
-            let phase = c
-                .phase
-                .map_or("no phase yet".to_string(), |p| format!("{p:?}"));
-            if c.message.is_empty() {
-                format!("{name}: {phase}")
-            } else {
-                format!("{name}: {phase}: {}", c.message)
-            }
-        }
-        None => format!("{name}: waiting for the ClusterServiceVersion controller"),
-    }
-}
-
-fn until(deadline: Timestamp, now: Timestamp) -> Duration {
-    let seconds = deadline.duration_since(now).as_secs().max(0);
-    Duration::from_secs(u64::try_from(seconds).unwrap_or(0) + 1)
 }
 
 fn content_request(input: &Input<'_>, record: &RevisionRecord) -> ContentRequest {
