@@ -55,6 +55,18 @@ impl CustomResources {
     }
 }
 
+/// The live definition of CRD `name`, if there is one.
+async fn current_crd(applier: &Applier, name: &str) -> Result<Option<Value>, Error> {
+    let found = Api::<CustomResourceDefinition>::all(applier.client().clone())
+        .get_opt(name)
+        .await
+        .map_err(|source| Error::Read {
+            what: format!("CRD {name}"),
+            source,
+        })?;
+    Ok(found.map(|crd| serde_json::to_value(crd).unwrap_or_default()))
+}
+
 /// The resource serving a kind, or `None` when the cluster no longer serves it (then it holds
 /// nothing to remove either).
 async fn served(applier: &Applier, api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
@@ -116,6 +128,19 @@ pub async fn apply_revision(
             // A rollback keeps the newer definition of a CRD that exists.
             if plan.content.crds == CrdPolicy::KeepLive && live.is_some() {
                 continue;
+            }
+            // CRDs are shared: another Blueprint may have written (or removed) this one since it
+            // was checked. Then it is checked again; the apply itself is guarded by the
+            // resourceVersion checked (see build::crd).
+            let now = current_crd(applier, manifest.name()).await?;
+            let version = |crd: Option<&Value>| {
+                crd.and_then(|c| c.pointer("/metadata/resourceVersion"))
+                    .cloned()
+            };
+            if version(now.as_ref()) != version(live) {
+                return Err(Error::Stale {
+                    what: format!("CRD {}", manifest.name()),
+                });
             }
             let from = build::BundleId {
                 package: &loaded.content.package,

@@ -112,6 +112,13 @@ pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner, from: &BundleI
     {
         spec.remove("conversion");
     }
+    // Guarded by the resourceVersion it was judged against (safety, newer or not): a definition
+    // another Blueprint wrote since makes the apply fail with a conflict, and it is judged again.
+    if let Some(version) = live.and_then(|l| l.pointer("/metadata/resourceVersion"))
+        && let Some(meta) = crd.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.insert("resourceVersion".into(), version.clone());
+    }
     crd
 }
 

@@ -352,3 +352,24 @@ fn a_crd_is_taken_over_only_from_windlass_or_when_an_admin_hands_it_over() {
         "the package that wrote it last keeps it"
     );
 }
+
+#[test]
+fn a_crd_is_applied_only_over_the_definition_it_was_judged_against() {
+    let shipped = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "databases.acme.windlass.dev"},
+        "spec": {"group": "acme.windlass.dev"},
+    });
+    let live =
+        json!({"metadata": {"name": "databases.acme.windlass.dev", "resourceVersion": "4711"}});
+    // Another Blueprint writing a newer definition in between makes this apply conflict.
+    assert_eq!(
+        crd(&shipped, Some(&live), &owner(), &FROM)["metadata"]["resourceVersion"],
+        "4711"
+    );
+    assert!(
+        crd(&shipped, None, &owner(), &FROM)["metadata"]
+            .get("resourceVersion")
+            .is_none()
+    );
+}

@@ -18,6 +18,10 @@ pub enum Error {
     /// The build stage found the revision's content unusable.
     #[error("building {name}: {message}")]
     Build { name: String, message: String },
+    /// Something the decision was made from changed before it was applied (another Blueprint
+    /// wrote a shared CRD): decided again from fresh state.
+    #[error("{what} changed since it was checked; checking again")]
+    Stale { what: String },
     /// Writing a revision Secret.
     #[error("storing revision Secret {secret}: {source}")]
     Store { secret: String, source: kube::Error },
@@ -69,6 +73,7 @@ impl ReconcileError for Error {
             Error::Build { .. } => Stage::Build,
             Error::Store { .. }
             | Error::Apply { .. }
+            | Error::Stale { .. }
             | Error::Object(_)
             | Error::Discovery { .. }
             | Error::Delete { .. } => Stage::Apply,
@@ -81,6 +86,7 @@ impl ReconcileError for Error {
     fn is_conflict(&self) -> bool {
         let source = match self {
             Error::Object(error) => return error.is_conflict(),
+            Error::Stale { .. } => return true,
             Error::Status { source, .. }
             | Error::Bookkeeping { source, .. }
             | Error::Store { source, .. }

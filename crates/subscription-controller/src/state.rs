@@ -192,6 +192,19 @@ fn installed_condition(blueprint: Option<&Blueprint>) -> (ConditionStatus, &'sta
         .as_ref()
         .map(|i| format!("; {i} runs"))
         .unwrap_or_default();
+    // A refusal (policy, CRD owner, the install account's RBAC) says more than the phase.
+    if let Some(refused) = windlass_api::condition::find(
+        &status.conditions,
+        windlass_api::names::conditions::blueprint::INSTALL_PERMITTED,
+    )
+    .filter(|c| c.status == ConditionStatus::False)
+    {
+        return (
+            ConditionStatus::False,
+            "NotPermitted",
+            format!("{}: {}{running}", refused.reason, refused.message),
+        );
+    }
     match status.phase {
         Some(BlueprintPhase::Succeeded) if installed.as_ref() == Some(target) => (
             ConditionStatus::True,

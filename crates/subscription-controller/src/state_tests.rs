@@ -332,6 +332,17 @@ fn the_installed_condition_says_why_not() {
             message: String::new(),
         },
     ];
+    let mut refused = blueprint(
+        V111,
+        Some(BlueprintPhase::Installing),
+        vec![record(V110, Completed, "")],
+    );
+    refused.status.as_mut().unwrap().conditions = vec![Condition::new(
+        "InstallPermitted",
+        ConditionStatus::False,
+        "InstallForbidden",
+        "installing as system:serviceaccount:team-a:windlass-installer: roles is forbidden",
+    )];
     let cases: Vec<(Blueprint, &str, &str)> = vec![
         (
             waiting,
@@ -375,6 +386,12 @@ fn the_installed_condition_says_why_not() {
             blueprint(V111, Some(Succeeded), vec![record(V110, Completed, "")]),
             "Pending",
             "waiting for Blueprint db to start on acme-db.v1.1.1",
+        ),
+        (
+            refused,
+            "NotPermitted",
+            "InstallForbidden: installing as system:serviceaccount:team-a:windlass-installer: \
+             roles is forbidden; acme-db.v1.1.0 runs",
         ),
     ];
     for (bp, reason, message) in cases {

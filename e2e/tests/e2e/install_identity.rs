@@ -21,7 +21,7 @@ use windlass_api::{
 };
 use windlass_testkit::{
     SAMPLE_OPERATOR_APIS,
-    lifecycle::{condition, is_at, subscribe, wait_blueprint},
+    lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_subscription},
     manager::audit_log,
     wait_until_authorized,
 };
@@ -94,6 +94,32 @@ async fn an_install_is_limited_to_what_its_service_account_may_do() {
     assert!(
         !message.contains("Status {"),
         "the API server's words only: {message}"
+    );
+    // The tenant reads it where they subscribed.
+    let subscription = wait_subscription(
+        &admin,
+        &ns.name,
+        "db",
+        "Installed NotPermitted",
+        TIMEOUT,
+        |s| {
+            s.status
+                .as_ref()
+                .and_then(|st| condition(&st.conditions, conditions::subscription::INSTALLED))
+                .is_some_and(|c| c.reason == "NotPermitted")
+        },
+    )
+    .await;
+    let installed = condition(
+        &subscription.status.unwrap().conditions,
+        conditions::subscription::INSTALLED,
+    )
+    .unwrap()
+    .message
+    .clone();
+    assert!(
+        installed.contains(reasons::policy::INSTALL_FORBIDDEN) && installed.contains(&account),
+        "{installed}"
     );
     let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), &ns.name);
     assert!(

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::blueprint_lifecycle::own_crd_group;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -149,7 +150,10 @@ async fn an_unreachable_catalog_is_named_on_its_subscriptions() {
     let ns = TestNamespace::create(&windlass_testkit::client().await, "catalogdown").await;
     let client = ns.client().clone();
     let package = unique_name("acme-db-down");
-    let image = publish(&package, "acme-db/1.0.0", |_| {}).await;
+    // A CRD of its own: acme-db's is another package's (the settled test installs acme-db
+    // alongside), and two packages never share one.
+    let group = format!("{package}.windlass.dev");
+    let image = publish(&package, "acme-db/1.0.0", own_crd_group(&group)).await;
     let test_catalog = TestCatalog::create(&client, "down", std::slice::from_ref(&image)).await;
     let catalog = test_catalog.name.clone();
     test_catalog

@@ -210,7 +210,9 @@ async fn a_tenant_cannot_steer_uninstall_into_deleting_a_crd_it_does_not_own() {
             "spec": {
                 "group": group,
                 "scope": "Namespaced",
-                "names": { "plural": plural, "singular": plural, "kind": "Victim" },
+                // A kind of its own too: two CRDs of one group may not share a kind, and the
+                // victims of earlier runs stay (that is the point).
+                "names": { "plural": plural, "singular": plural, "kind": format!("Victim{}", &plural["victims".len()..]) },
                 "versions": [{ "name": "v1", "served": true, "storage": true,
                     "schema": { "openAPIV3Schema": { "type": "object" } } }],
             },
