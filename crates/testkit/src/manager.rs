@@ -30,6 +30,19 @@ pub fn writes() -> usize {
         .count()
 }
 
+/// The manager's completed write requests to objects in `namespace`, as the audit log records
+/// them (`verb`, `objectRef`, `responseStatus`, `impersonatedUser`, ...), oldest first.
+pub fn writes_in(namespace: &str) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(audit_log()).unwrap_or_default();
+    text.lines()
+        .filter(|line| line.contains("\"userAgent\":\"windlass-manager/"))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| {
+            event["stage"] == "ResponseComplete" && event["objectRef"]["namespace"] == namespace
+        })
+        .collect()
+}
+
 /// A memory figure of the manager in KiB from `/proc/<pid>/status`: `VmRSS` (now) or `VmHWM`
 /// (peak since start).
 pub fn memory_kib(field: &str) -> Option<u64> {

@@ -22,8 +22,7 @@ use windlass_api::{
 use windlass_testkit::{
     SAMPLE_OPERATOR_APIS,
     lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_subscription},
-    manager::audit_log,
-    wait_until_authorized,
+    manager, wait_until_authorized,
 };
 
 use crate::tenancy::{TestPolicy, self_service};
@@ -142,18 +141,12 @@ async fn an_install_is_limited_to_what_its_service_account_may_do() {
 /// The manager's creates, updates and patches of `resource` in `namespace` that the API server
 /// completed, each with the user it acted as (`None`: as itself), from the audit log.
 fn manager_writes_to(resource: &str, namespace: &str) -> Vec<Option<String>> {
-    let text = std::fs::read_to_string(audit_log()).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+    manager::writes_in(namespace)
+        .iter()
         .filter(|event| {
-            event["stage"] == "ResponseComplete"
-                && event["userAgent"]
-                    .as_str()
-                    .is_some_and(|agent| agent.starts_with("windlass-manager/"))
-                && ["create", "update", "patch"].contains(&event["verb"].as_str().unwrap_or(""))
+            ["create", "update", "patch"].contains(&event["verb"].as_str().unwrap_or(""))
                 && event["objectRef"]["resource"] == resource
                 && event["objectRef"]["subresource"].is_null()
-                && event["objectRef"]["namespace"] == namespace
                 && event["responseStatus"]["code"]
                     .as_u64()
                     .is_some_and(|code| code < 300)

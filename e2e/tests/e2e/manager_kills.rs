@@ -13,6 +13,7 @@ use k8s_openapi::api::{
     core::v1::{Secret, ServiceAccount},
     rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Api, ResourceExt, api::ListParams};
 use serde_json::json;
 use windlass_api::{
@@ -67,6 +68,25 @@ fn restart_manager() {
         .status()
         .expect("running manager-restart.sh");
     assert!(status.success(), "the manager did not come back");
+}
+
+/// The metadata of the cluster-scoped `K`s that `params` selects.
+async fn labelled<K>(client: &kube::Client, params: &ListParams) -> Vec<ObjectMeta>
+where
+    K: kube::Resource<Scope = kube::core::ClusterResourceScope>
+        + Clone
+        + for<'de> k8s_openapi::serde::Deserialize<'de>
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    Api::<K>::all(client.clone())
+        .list(params)
+        .await
+        .expect("listing cluster-scoped objects")
+        .items
+        .into_iter()
+        .map(|object| object.meta().clone())
+        .collect()
 }
 
 /// A tiny deterministic generator, so a failing run can be repeated with the same seed.
@@ -134,6 +154,22 @@ async fn killing_the_manager_at_random_moments_always_converges() {
         }
         false
     };
+    // The first install is quick: kill it as soon as its Blueprint appears.
+    let appeared = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < appeared {
+        let installing = blueprints
+            .get_opt("db")
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|b| stage_of(&b) == "install");
+        if installing && kill_now(&mut stages, &mut phases_seen).await {
+            kills += 1;
+            restart_manager();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     while kills < KILLS {
         tokio::time::sleep(Duration::from_millis(200 + random.next_millis(2500))).await;
         kills += usize::from(kill_now(&mut stages, &mut phases_seen).await);
@@ -268,75 +304,35 @@ async fn killing_the_manager_at_random_moments_always_converges() {
     // Cluster-scoped objects follow no ownerReference: exactly those of the surviving CSV.
     let of_namespace =
         ListParams::default().labels(&format!("windlass.dev/csv-namespace={}", ns.name));
-    let cluster_roles = Api::<ClusterRole>::all(client.clone())
-        .list(&of_namespace)
-        .await
-        .unwrap();
-    let cluster_bindings = Api::<ClusterRoleBinding>::all(client.clone())
-        .list(&of_namespace)
-        .await
-        .unwrap();
+    let cluster_roles = labelled::<ClusterRole>(&client, &of_namespace).await;
+    let cluster_bindings = labelled::<ClusterRoleBinding>(&client, &of_namespace).await;
     assert!(
-        !cluster_roles.items.is_empty(),
+        !cluster_roles.is_empty(),
         "acme-db's clusterPermissions became a ClusterRole"
     );
     assert_eq!(
-        cluster_roles.items.len(),
-        cluster_bindings.items.len(),
+        cluster_roles.len(),
+        cluster_bindings.len(),
         "one ClusterRoleBinding per ClusterRole"
     );
-    for object in cluster_roles
-        .items
+    let webhooks = [
+        labelled::<ValidatingWebhookConfiguration>(&client, &of_namespace).await,
+        labelled::<MutatingWebhookConfiguration>(&client, &of_namespace).await,
+    ];
+    for meta in cluster_roles
         .iter()
-        .map(|r| &r.metadata)
-        .chain(cluster_bindings.items.iter().map(|b| &b.metadata))
+        .chain(&cluster_bindings)
+        .chain(webhooks.iter().flatten())
     {
         assert_eq!(
-            object
-                .labels
+            meta.labels
                 .as_ref()
                 .and_then(|l| l.get("windlass.dev/csv"))
                 .map(String::as_str),
             Some("acme-db.v1.1.0"),
             "{} belongs to a CSV that is gone",
-            object.name.as_deref().unwrap_or_default()
+            meta.name.as_deref().unwrap_or_default()
         );
-    }
-    for (kind, webhooks) in [
-        (
-            "ValidatingWebhookConfiguration",
-            Api::<ValidatingWebhookConfiguration>::all(client.clone())
-                .list(&of_namespace)
-                .await
-                .unwrap()
-                .items
-                .iter()
-                .map(|w| w.metadata.clone())
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "MutatingWebhookConfiguration",
-            Api::<MutatingWebhookConfiguration>::all(client.clone())
-                .list(&of_namespace)
-                .await
-                .unwrap()
-                .items
-                .iter()
-                .map(|w| w.metadata.clone())
-                .collect::<Vec<_>>(),
-        ),
-    ] {
-        for meta in webhooks {
-            assert_eq!(
-                meta.labels
-                    .as_ref()
-                    .and_then(|l| l.get("windlass.dev/csv"))
-                    .map(String::as_str),
-                Some("acme-db.v1.1.0"),
-                "{kind} {} belongs to a CSV that is gone",
-                meta.name.as_deref().unwrap_or_default()
-            );
-        }
     }
     let secrets = Api::<Secret>::namespaced(client.clone(), &ns.name)
         .list(&ListParams::default().labels("windlass.dev/blueprint=db"))

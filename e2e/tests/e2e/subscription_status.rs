@@ -15,7 +15,7 @@ use windlass_testkit::{
     TestNamespace,
     catalogs::{TestCatalog, phase as catalog_phase, publish},
     lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_object, wait_subscription},
-    manager::{audit_log, reconciles},
+    manager::{self, reconciles},
     require_manager, unique_name, wait_until,
 };
 
@@ -28,16 +28,8 @@ fn state(sub: &Subscription) -> Option<SubscriptionState> {
 /// The manager's completed writes to objects in `namespace`, from the apiserver's audit log,
 /// each as `verb resource/name[/subresource]` so a failure says what was written.
 fn writes_in(namespace: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(audit_log()).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|event| {
-            event["stage"] == "ResponseComplete"
-                && event["userAgent"]
-                    .as_str()
-                    .is_some_and(|agent| agent.starts_with("windlass-manager/"))
-                && event["objectRef"]["namespace"] == namespace
-        })
+    manager::writes_in(namespace)
+        .iter()
         .map(|event| {
             let object = &event["objectRef"];
             let mut written = format!(
