@@ -114,6 +114,15 @@ impl TestCatalog {
         }
     }
 
+    /// [`TestCatalog::create`], then waits until it is Serving.
+    pub async fn serving(client: &Client, prefix: &str, images: &[String]) -> TestCatalog {
+        let catalog = TestCatalog::create(client, prefix, images).await;
+        catalog
+            .wait("Serving", |c| phase(c) == Some(CatalogPhase::Serving))
+            .await;
+        catalog
+    }
+
     pub fn api(&self) -> Api<Catalog> {
         Api::all(self.client.clone())
     }

@@ -15,11 +15,10 @@ use kube::{
 use serde_json::{Value, json};
 use windlass_api::{
     ClusterServiceVersion, ConditionStatus, CsvPhase, Subscription, blueprint::BlueprintPhase,
-    catalog::CatalogPhase,
 };
 use windlass_testkit::{
     TestNamespace,
-    catalogs::{TestCatalog, phase as catalog_phase, publish},
+    catalogs::{TestCatalog, publish},
     lifecycle::{condition, is_at, subscribe, wait_blueprint},
     require_manager, unique_name, wait_until,
 };
@@ -175,13 +174,8 @@ async fn crd_deletion_policy_delete_removes_the_crd_on_uninstall() {
     let group = format!("{package}.windlass.dev");
     let image = publish(&package, "acme-db/1.0.0", own_crd_group(&group)).await;
     let test_catalog =
-        TestCatalog::create(&client, "crddelete", std::slice::from_ref(&image)).await;
+        TestCatalog::serving(&client, "crddelete", std::slice::from_ref(&image)).await;
     let catalog = test_catalog.name.clone();
-    test_catalog
-        .wait("Serving", |c| {
-            catalog_phase(c) == Some(CatalogPhase::Serving)
-        })
-        .await;
     subscribe(
         &client,
         &ns.name,

@@ -33,13 +33,8 @@ async fn rollback_works_after_the_old_version_left_the_catalog() {
     let package = unique_name("acme-db-delisted");
     let old = publish(&package, "acme-db/1.0.0", |_| {}).await;
     let new = publish(&package, "acme-db/1.0.1", |_| {}).await;
-    let test_catalog = TestCatalog::create(&client, "delisted", &[old.clone(), new.clone()]).await;
+    let test_catalog = TestCatalog::serving(&client, "delisted", &[old.clone(), new.clone()]).await;
     let catalog = test_catalog.name.clone();
-    test_catalog
-        .wait("Serving", |c| {
-            catalog_phase(c) == Some(CatalogPhase::Serving)
-        })
-        .await;
 
     subscribe(
         &client,
@@ -121,13 +116,8 @@ async fn an_unsafe_crd_change_blocks_the_upgrade() {
             }
         })
         .await;
-    let test_catalog = TestCatalog::create(&client, "unsafe", std::slice::from_ref(&old)).await;
+    let test_catalog = TestCatalog::serving(&client, "unsafe", std::slice::from_ref(&old)).await;
     let catalog = test_catalog.name.clone();
-    test_catalog
-        .wait("Serving", |c| {
-            catalog_phase(c) == Some(CatalogPhase::Serving)
-        })
-        .await;
     subscribe(
         &client,
         &ns.name,
@@ -293,12 +283,7 @@ async fn a_republished_bundle_is_installed_as_a_new_revision() {
     let repository = windlass_testkit::registry().unique_repository(&package);
     let image = publish_to(&repository, &package, "acme-db/1.0.0", |_| {}).await;
     let test_catalog =
-        TestCatalog::create(&client, "republished", std::slice::from_ref(&image)).await;
-    test_catalog
-        .wait("Serving", |c| {
-            catalog_phase(c) == Some(CatalogPhase::Serving)
-        })
-        .await;
+        TestCatalog::serving(&client, "republished", std::slice::from_ref(&image)).await;
     subscribe(
         &client,
         &ns.name,

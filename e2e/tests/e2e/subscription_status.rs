@@ -9,11 +9,11 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use windlass_api::{
     Blueprint, ClusterServiceVersion, ConditionStatus, CsvPhase, Subscription,
-    blueprint::BlueprintPhase, catalog::CatalogPhase, subscription::SubscriptionState,
+    blueprint::BlueprintPhase, subscription::SubscriptionState,
 };
 use windlass_testkit::{
     TestNamespace,
-    catalogs::{TestCatalog, phase as catalog_phase, publish},
+    catalogs::{TestCatalog, publish},
     lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_object, wait_subscription},
     manager::{self, reconciles},
     require_manager, unique_name, wait_until,
@@ -47,7 +47,7 @@ fn writes_in(namespace: &str) -> Vec<String> {
         .collect()
 }
 
-/// Given acme-db installed and at the latest version its channel offers, when each object
+/// Given acme-db 1.1.0 installed and at the latest version its channel offers, when each object
 /// the manager owns is reconciled again (an annotation nudges its Subscription, Blueprint and
 /// CSV, as any resync would), then nothing in the namespace is written: status is compared
 /// before it is written and the Blueprint is applied only when its intent changed. The
@@ -57,11 +57,17 @@ async fn a_settled_subscription_makes_no_writes() {
     require_manager();
     let ns = TestNamespace::create(&windlass_testkit::client().await, "settled").await;
     let client = ns.client().clone();
+    // A package and CRD of its own: other tests install acme-db's bundles under other package
+    // names, and their changes to a shared CRD would be real changes in this window.
+    let package = unique_name("acme-db-settled");
+    let group = format!("{package}.windlass.dev");
+    let image = publish(&package, "acme-db/1.1.0", own_crd_group(&group)).await;
+    let test_catalog = TestCatalog::serving(&client, "settled", std::slice::from_ref(&image)).await;
     subscribe(
         &client,
         &ns.name,
         "db",
-        json!({ "package": "acme-db", "targetNamespaces": [ns.name] }),
+        json!({ "package": package, "catalog": test_catalog.name, "targetNamespaces": [ns.name] }),
     )
     .await;
     wait_subscription(&client, &ns.name, "db", "AtLatestKnown", TIMEOUT, |s| {
@@ -146,13 +152,8 @@ async fn an_unreachable_catalog_is_named_on_its_subscriptions() {
     // alongside), and two packages never share one.
     let group = format!("{package}.windlass.dev");
     let image = publish(&package, "acme-db/1.0.0", own_crd_group(&group)).await;
-    let test_catalog = TestCatalog::create(&client, "down", std::slice::from_ref(&image)).await;
+    let test_catalog = TestCatalog::serving(&client, "down", std::slice::from_ref(&image)).await;
     let catalog = test_catalog.name.clone();
-    test_catalog
-        .wait("Serving", |c| {
-            catalog_phase(c) == Some(CatalogPhase::Serving)
-        })
-        .await;
     subscribe(
         &client,
         &ns.name,

@@ -11,12 +11,11 @@ use kube::{
 use serde_json::json;
 use windlass_api::{
     blueprint::BlueprintPhase,
-    catalog::CatalogPhase,
     names::{annotations, reasons},
 };
 use windlass_testkit::{
     apply_crd,
-    catalogs::{TestCatalog, phase as catalog_phase, publish},
+    catalogs::{TestCatalog, publish},
     lifecycle::{is_at, subscribe, wait_blueprint},
     unique_name,
 };
@@ -46,12 +45,7 @@ async fn a_crd_helm_manages_is_not_taken_over_until_an_admin_hands_it_over() {
     let group = format!("{package}.windlass.dev");
     let rename = own_crd_group(&group);
     let image = publish(&package, "acme-db/1.0.0", &rename).await;
-    let test_catalog = TestCatalog::create(&admin, "crdowner", std::slice::from_ref(&image)).await;
-    test_catalog
-        .wait("Serving", |c| {
-            catalog_phase(c) == Some(CatalogPhase::Serving)
-        })
-        .await;
+    let test_catalog = TestCatalog::serving(&admin, "crdowner", std::slice::from_ref(&image)).await;
 
     // Helm installed the same CRD first.
     let bundle = windlass_bundle::load_bundle(&repo_root().join("bundles/acme-db/1.0.0"))
