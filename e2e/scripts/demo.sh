@@ -101,6 +101,13 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: acme-ope
 subjects: [{kind: ServiceAccount, name: windlass-installer, namespace: $ns}]
 YAML
 
+step "What may this namespace install? Anyone who may view it can ask (kubectl get installscopes)"
+for _ in $(seq 1 30); do
+  kubectl get installscope windlass -n "$ns" >/dev/null 2>&1 && break
+  sleep 1
+done
+kubectl get installscopes -n "$ns" -o wide
+
 step "Subscribe to acme-db on channel stable, starting at 1.0.0, upgrades approved by hand"
 cat <<YAML | tee /dev/stderr | kubectl apply -n "$ns" -f - >/dev/null
 apiVersion: windlass.dev/v1alpha1

@@ -1,6 +1,6 @@
 //! The `windlass.dev/v1alpha1` API: what users write (Subscription, Catalog), what windlass
 //! records (Blueprint), what it installs (ClusterServiceVersion) and what cluster admins allow
-//! (InstallPolicy).
+//! (InstallPolicy) and what that lets each namespace do (InstallScope).
 //!
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
@@ -15,6 +15,7 @@ pub mod config;
 pub mod csv;
 pub mod names;
 pub mod policy;
+pub mod scope;
 pub mod subscription;
 
 pub use blueprint::{
@@ -27,6 +28,7 @@ pub use csv::{
     ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase,
 };
 pub use policy::{InstallPolicy, InstallPolicySpec};
+pub use scope::{InstallGrant, InstallScope, InstallScopeStatus};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
 
 /// The API group of every windlass kind.
@@ -44,6 +46,7 @@ pub fn crds()
         Blueprint::crd(),
         ClusterServiceVersion::crd(),
         InstallPolicy::crd(),
+        InstallScope::crd(),
     ]
 }
 

@@ -98,6 +98,7 @@ pub mod controllers {
     pub const SUBSCRIPTION: &str = "windlass-subscription";
     pub const BLUEPRINT: &str = "windlass-blueprint";
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass-csv";
+    pub const INSTALL_SCOPE: &str = "windlass-install-scope";
 }
 
 /// Condition types, per kind.

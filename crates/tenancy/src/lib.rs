@@ -14,15 +14,17 @@
 //! - **install modes** are enforced: the operator watches its own namespace unless a policy
 //!   lets it watch others (and the CSV supports that mode).
 //!
-//! [`policy`] evaluates InstallPolicies; [`modes`] turns target namespaces into OLM's install
+//! [`policy`] evaluates InstallPolicies; [`scope`] shows what they let a namespace do; [`modes`] turns target namespaces into OLM's install
 //! modes; [`needs`] lists the cluster-scoped grants a bundle needs.
 
 pub mod modes;
 pub mod needs;
 pub mod policy;
+pub mod scope;
 
 pub use modes::{InstallModeError, install_mode, resolve_targets};
 pub use needs::{BundleShape, needs};
 pub use policy::{
     DEFAULT_SERVICE_ACCOUNT, Identity, InstallRequest, NamespaceFacts, Permit, Refusal, evaluate,
 };
+pub use scope::install_scope;

@@ -202,12 +202,7 @@ pub fn evaluate(
     request: &InstallRequest<'_>,
     policies: &[InstallPolicy],
 ) -> Result<Permit, Refusal> {
-    let mut matching: Vec<(&str, &InstallPolicySpec)> = policies
-        .iter()
-        .filter(|p| selects(&p.spec, &request.namespace))
-        .map(|p| (p.metadata.name.as_deref().unwrap_or_default(), &p.spec))
-        .collect();
-    matching.sort_by_key(|(name, _)| *name);
+    let matching = crate::scope::selecting(&request.namespace, policies);
     // The namespace's install ServiceAccount: the Subscription's, else the first policy's that
     // names one, else the default.
     let default_account = matching

@@ -219,3 +219,72 @@ async fn crd_deletion_policy_delete_removes_the_crd_on_uninstall() {
     })
     .await;
 }
+
+/// Text that compresses about as badly as the bundles the test needs: hex of chained SHA-256.
+fn incompressible_text(bytes: usize) -> String {
+    use sha2::{Digest, Sha256};
+    let mut text = String::with_capacity(bytes + 64);
+    let mut block = Sha256::digest(b"windlass");
+    while text.len() < bytes {
+        for byte in block.iter() {
+            text.push_str(&format!("{byte:02x}"));
+        }
+        block = Sha256::digest(block);
+    }
+    text
+}
+
+/// Given a bundle whose content, compressed, is larger than a Secret can hold, when it is
+/// subscribed to, then its Blueprint fails with a reason that names the revision Secret and
+/// the sizes, instead of retrying quietly; nothing of it is applied.
+#[tokio::test]
+async fn a_bundle_too_large_to_keep_as_a_revision_fails_saying_so() {
+    require_manager();
+    let ns = TestNamespace::create(&windlass_testkit::client().await, "toolarge").await;
+    let client = ns.client().clone();
+    let package = unique_name("acme-db-huge");
+    let group = format!("{package}.windlass.dev");
+    let rename = own_crd_group(&group);
+    // About 2.4 MB of hex compresses to well over the 1 MiB a Secret holds.
+    let filler = incompressible_text(2_400_000);
+    let image = publish(&package, "acme-db/1.0.0", |object| {
+        rename(object);
+        if object["kind"] == "ClusterServiceVersion" {
+            object["spec"]["description"] = json!(filler);
+        }
+    })
+    .await;
+    let test_catalog =
+        TestCatalog::serving(&client, "toolarge", std::slice::from_ref(&image)).await;
+    subscribe(
+        &client,
+        &ns.name,
+        "db",
+        json!({"package": package, "catalog": test_catalog.name, "targetNamespaces": [ns.name]}),
+    )
+    .await;
+    let blueprint = wait_blueprint(&client, &ns.name, "db", "Failed", TIMEOUT, |b| {
+        windlass_testkit::lifecycle::phase(b) == Some(BlueprintPhase::Failed)
+    })
+    .await;
+    let reason = &blueprint.status.as_ref().expect("a status").history[0].reason;
+    assert!(
+        reason.contains("cannot be kept as a revision")
+            && reason.contains("db.r1")
+            && reason.contains("more than the"),
+        "the failure says why: {reason}"
+    );
+    let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await
+        .expect("listing CSVs");
+    assert!(csvs.items.is_empty(), "nothing of it is applied");
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    assert!(
+        crds.get_opt(&format!("databases.{group}"))
+            .await
+            .expect("reading the CRD")
+            .is_none(),
+        "not even its CRD"
+    );
+}

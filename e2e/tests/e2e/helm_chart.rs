@@ -134,6 +134,8 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         "templates/clusterrole-custom-resources.yaml",
         "--show-only",
         "templates/role.yaml",
+        "--show-only",
+        "templates/clusterrole-view.yaml",
     ]));
     let chart = objects_of(&rendered);
     let plain = objects_of(&run_ok(kubectl().args([
@@ -152,6 +154,7 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         [
             "ClusterRole/windlass-manager",
             "ClusterRole/windlass-manager-custom-resources",
+            "ClusterRole/windlass-view",
             "ClusterRoleBinding/windlass-manager",
             "ClusterRoleBinding/windlass-manager-custom-resources",
             "Role/windlass-leader-election",
@@ -170,6 +173,17 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
             plain[key]["metadata"]["namespace"], object["metadata"]["namespace"],
             "{key}: namespace differs"
         );
+    }
+    // The people of a namespace read its InstallScope through Kubernetes' own roles.
+    for labelled in [&chart, &plain] {
+        let labels = &labelled["ClusterRole/windlass-view"]["metadata"]["labels"];
+        for role in ["view", "edit", "admin"] {
+            assert_eq!(
+                labels[format!("rbac.authorization.k8s.io/aggregate-to-{role}")],
+                "true",
+                "windlass-view is aggregated into {role}"
+            );
+        }
     }
     // The rule that makes installing arbitrary operators possible is there, and documented.
     let rules = chart["ClusterRole/windlass-manager"]["rules"]

@@ -19,6 +19,7 @@ mod csv_controller;
 mod examples;
 mod helm_chart;
 mod install_identity;
+mod install_scopes;
 mod leader_election;
 mod legacy_crds;
 mod lifecycle_catalogs;

@@ -340,11 +340,44 @@ subjects:
 ",
         aggregation_rule()
     );
+    let view = format!(
+        "{GENERATED}{VIEW_WHY}apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: windlass-view
+{PLAIN_LABELS}{}{}",
+        VIEW_AGGREGATION,
+        render_rules(&view_rules())
+    );
     vec![
         ("cluster_role.yaml", cluster_role),
         ("custom_resources_role.yaml", custom_resources),
         ("role.yaml", role),
+        ("view_role.yaml", view),
     ]
+}
+
+/// Why everyone who may view a namespace may read its InstallScope.
+const VIEW_WHY: &str = "\
+# What a namespace's operators may do (its InstallScope) is readable by everyone who may view
+# the namespace: Kubernetes aggregates this role into the built-in view, edit and admin roles.
+# Read only: windlass writes InstallScopes, and nothing reads them back to decide an install.
+";
+
+/// The labels that aggregate the view role into Kubernetes' user-facing roles.
+const VIEW_AGGREGATION: &str = "    rbac.authorization.k8s.io/aggregate-to-view: \"true\"
+    rbac.authorization.k8s.io/aggregate-to-edit: \"true\"
+    rbac.authorization.k8s.io/aggregate-to-admin: \"true\"
+";
+
+/// What the view role grants: reading InstallScopes.
+fn view_rules() -> Vec<Rule> {
+    vec![rule(
+        &["A namespace's InstallScope: what operators installed there may do."],
+        &[windlass_api::GROUP],
+        &["installscopes"],
+        READ,
+    )]
 }
 
 /// Why the manager reads custom resources, and how it is limited to those of its own CRDs.
@@ -444,10 +477,20 @@ subjects:
 ",
         aggregation_rule()
     );
+    let view = format!(
+        "{GENERATED}{VIEW_WHY}apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-view
+{CHART_LABELS}{}{}",
+        VIEW_AGGREGATION,
+        render_rules(&view_rules())
+    );
     vec![
         ("clusterrole.yaml", cluster_role),
         ("clusterrole-custom-resources.yaml", custom_resources),
         ("role.yaml", role),
+        ("clusterrole-view.yaml", view),
     ]
 }
 

@@ -51,12 +51,13 @@ pub struct ManagerArgs {
 }
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 5] = [
+const CRDS: [&str; 6] = [
     "catalogs.windlass.dev",
     "subscriptions.windlass.dev",
     "blueprints.windlass.dev",
     "clusterserviceversions.windlass.dev",
     "installpolicies.windlass.dev",
+    "installscopes.windlass.dev",
 ];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -177,7 +178,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
     state.set_ready(true);
     let store = windlass_catalog_store::CatalogStore::new();
-    // Boxed: the four controllers' futures together are too large to move on the stack.
+    // Boxed: the controllers' futures together are too large to move on the stack.
     let controllers = Box::pin(async {
         tokio::join!(
             scope::only_if(
@@ -221,6 +222,15 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     scope.clone(),
                     seal_key.clone(),
                     registry.controller("clusterserviceversion"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
+            ),
+            scope::only_if(
+                runs(scope::Controller::InstallScope),
+                windlass_install_scope_controller::run(
+                    client.clone(),
+                    scope.clone(),
+                    registry.controller("installscope"),
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),

@@ -23,14 +23,17 @@ pub enum Controller {
     Blueprint,
     #[value(name = "clusterserviceversion")]
     ClusterServiceVersion,
+    #[value(name = "installscope")]
+    InstallScope,
 }
 
 impl Controller {
-    pub const ALL: [Controller; 4] = [
+    pub const ALL: [Controller; 5] = [
         Controller::Catalog,
         Controller::Subscription,
         Controller::Blueprint,
         Controller::ClusterServiceVersion,
+        Controller::InstallScope,
     ];
 }
 
@@ -66,7 +69,8 @@ mod tests {
                 "catalog",
                 "subscription",
                 "blueprint",
-                "clusterserviceversion"
+                "clusterserviceversion",
+                "installscope"
             ]
         );
     }
