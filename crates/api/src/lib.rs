@@ -1,6 +1,7 @@
 //! The `windlass.dev/v1alpha1` API: what users write (Subscription, Catalog), what windlass
 //! records (Blueprint), what it installs (ClusterServiceVersion) and what cluster admins allow
-//! (InstallPolicy) and what that lets each namespace do (InstallScope).
+//! (InstallPolicy) and what that lets each namespace do (InstallScope); and which release of the
+//! platform the cluster runs (ClusterVersion).
 //!
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
@@ -10,6 +11,7 @@
 
 pub mod blueprint;
 pub mod catalog;
+pub mod clusterversion;
 pub mod condition;
 pub mod config;
 pub mod csv;
@@ -22,6 +24,7 @@ pub use blueprint::{
     Blueprint, BlueprintBookkeeping, BlueprintIntent, BlueprintSpec, BlueprintStatus,
 };
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
+pub use clusterversion::{ClusterVersion, ClusterVersionSpec, ClusterVersionStatus};
 pub use condition::{Condition, ConditionStatus, set_condition};
 pub use config::{OperatorConfig, UpgradePolicy};
 pub use csv::{
@@ -47,6 +50,7 @@ pub fn crds()
         ClusterServiceVersion::crd(),
         InstallPolicy::crd(),
         InstallScope::crd(),
+        ClusterVersion::crd(),
     ]
 }
 

@@ -99,6 +99,7 @@ pub mod controllers {
     pub const BLUEPRINT: &str = "windlass-blueprint";
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass-csv";
     pub const INSTALL_SCOPE: &str = "windlass-install-scope";
+    pub const CLUSTER_VERSION: &str = "windlass-clusterversion";
 }
 
 /// Condition types, per kind.
@@ -152,10 +153,39 @@ pub mod conditions {
         /// Whether the catalog's content is served.
         pub const SERVING: &str = "Serving";
     }
+
+    /// The ClusterVersion's conditions, as the CVO names them.
+    pub mod cluster_version {
+        /// The cluster runs a release completely applied.
+        pub const AVAILABLE: &str = "Available";
+        /// An update is being applied.
+        pub const PROGRESSING: &str = "Progressing";
+        /// A run level does not become healthy, or the payload cannot be applied.
+        pub const FAILING: &str = "Failing";
+        /// Whether the desired release was read, checked and accepted for applying.
+        pub const RELEASE_ACCEPTED: &str = "ReleaseAccepted";
+    }
 }
 
 /// Condition reasons people and programs match on.
 pub mod reasons {
+    /// Why the ClusterVersion is where it is.
+    pub mod cluster_version {
+        pub const NO_DESIRED_UPDATE: &str = "NoDesiredUpdate";
+        pub const NO_IMAGE: &str = "NoImage";
+        pub const RETRIEVE_PAYLOAD: &str = "RetrievePayload";
+        pub const PAYLOAD_INVALID: &str = "PayloadInvalid";
+        pub const VERSION_MISMATCH: &str = "VersionMismatch";
+        pub const UNVERIFIED: &str = "Unverified";
+        pub const PAYLOAD_LOADED: &str = "PayloadLoaded";
+        pub const APPLYING: &str = "Applying";
+        pub const WAITING: &str = "Waiting";
+        pub const LEVEL_FAILING: &str = "LevelFailing";
+        pub const APPLY_FAILED: &str = "ApplyFailed";
+        pub const AS_EXPECTED: &str = "AsExpected";
+        pub const COMPLETED: &str = "Completed";
+    }
+
     /// Why a Subscription's resolution failed before the resolver ran. The resolver's own
     /// reasons (`SubscriptionUnsatisfiable`, `SubscriptionsConflict`,
     /// `InstalledPackagesConflict`) are passed through.

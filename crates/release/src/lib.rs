@@ -42,6 +42,7 @@ pub mod annotations;
 pub mod error;
 pub mod graph;
 pub mod graph_build;
+pub mod health;
 pub mod history;
 pub mod manifest;
 pub mod metadata;

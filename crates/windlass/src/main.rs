@@ -31,6 +31,8 @@ enum Command {
     Release(cmd::release::ReleaseCommand),
     /// Run the windlass controllers against a cluster.
     Manager(manager::ManagerArgs),
+    /// Move the platform to a release payload, or show where the update stands (`upgrade status`).
+    Upgrade(cmd::upgrade::UpgradeArgs),
     /// Roll a Subscription's operator back to the version that Succeeded before the current one.
     Rollback(cmd::lifecycle::RollbackArgs),
     /// Hand a Subscription's target back to windlass after a manual rollback.
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Catalog(command) => cmd::catalog::run(command),
         Command::Release(command) => cmd::release::run(command),
         Command::Manager(args) => manager::run(args),
+        Command::Upgrade(args) => cmd::upgrade::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),
         Command::Sign(args) => cmd::trust::sign(args),

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use windlass_testkit::run_ok;
 
-fn windlass() -> Command {
+pub(crate) fn windlass() -> Command {
     let bin = std::env::var_os("WINDLASS_MANAGER_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -27,7 +27,7 @@ fn windlass() -> Command {
     Command::new(bin)
 }
 
-fn releases() -> PathBuf {
+pub(crate) fn releases() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("releases")
 }
 
@@ -40,7 +40,7 @@ const SAMPLES: [(&str, &str); 5] = [
 ];
 
 /// `windlass release new` of a sample; returns the digest it reports.
-fn release_new(dir: &Path, version: &str, reference: &str) -> String {
+pub(crate) fn release_new(dir: &Path, version: &str, reference: &str) -> String {
     let stdout = run_ok(windlass().args([
         "release",
         "new",

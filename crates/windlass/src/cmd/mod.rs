@@ -12,3 +12,4 @@ pub mod release;
 pub mod release_graph;
 pub mod release_registry;
 pub mod trust;
+pub mod upgrade;

@@ -48,16 +48,21 @@ pub struct ManagerArgs {
     /// `catalog` out of --controllers when another manager serves them.
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub watch_namespace: Option<String>,
+    /// The ServiceAccount (in --namespace) that release payloads are applied as; a cluster
+    /// admin binds it to what a platform release may create.
+    #[arg(long, default_value = windlass_clusterversion_controller::RELEASE_SERVICE_ACCOUNT)]
+    pub release_service_account: String,
 }
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 6] = [
+const CRDS: [&str; 7] = [
     "catalogs.windlass.dev",
     "subscriptions.windlass.dev",
     "blueprints.windlass.dev",
     "clusterserviceversions.windlass.dev",
     "installpolicies.windlass.dev",
     "installscopes.windlass.dev",
+    "clusterversions.windlass.dev",
 ];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -224,6 +229,27 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     registry.controller("clusterserviceversion"),
                     until_shutdown(shutdown_rx.clone()),
                 ),
+            ),
+            // The platform's release is cluster-wide: a manager confined to one namespace leaves it alone.
+            scope::only_if(
+                runs(scope::Controller::ClusterVersion) && args.watch_namespace.is_none(),
+                async {
+                    let options = windlass_clusterversion_controller::Options {
+                        release_account_namespace: args.namespace.clone(),
+                        release_account_name: args.release_service_account.clone(),
+                    };
+                    if let Err(error) = windlass_clusterversion_controller::run(
+                        client.clone(),
+                        identities.clone(),
+                        options,
+                        registry.controller("clusterversion"),
+                        until_shutdown(shutdown_rx.clone()),
+                    )
+                    .await
+                    {
+                        tracing::error!(%error, "the ClusterVersion controller could not start");
+                    }
+                }
             ),
             scope::only_if(
                 runs(scope::Controller::InstallScope),

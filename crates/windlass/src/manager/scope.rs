@@ -25,15 +25,18 @@ pub enum Controller {
     ClusterServiceVersion,
     #[value(name = "installscope")]
     InstallScope,
+    #[value(name = "clusterversion")]
+    ClusterVersion,
 }
 
 impl Controller {
-    pub const ALL: [Controller; 5] = [
+    pub const ALL: [Controller; 6] = [
         Controller::Catalog,
         Controller::Subscription,
         Controller::Blueprint,
         Controller::ClusterServiceVersion,
         Controller::InstallScope,
+        Controller::ClusterVersion,
     ];
 }
 
@@ -70,7 +73,8 @@ mod tests {
                 "subscription",
                 "blueprint",
                 "clusterserviceversion",
-                "installscope"
+                "installscope",
+                "clusterversion"
             ]
         );
     }

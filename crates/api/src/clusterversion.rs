@@ -1,0 +1,194 @@
+//! ClusterVersion: which release of the platform the cluster should run (cluster-scoped, one
+//! object named [`CLUSTER_VERSION_NAME`], written by cluster admins), and where the update to
+//! it stands.
+//!
+//! windlass moves the cluster to `spec.desiredUpdate` level by level, as the OpenShift Cluster
+//! Version Operator does: every run level of the release payload is applied and healthy before
+//! the next starts, and `status` says which level and component are being applied and what
+//! they wait for.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::condition::Condition;
+
+/// The name of the one ClusterVersion.
+pub const CLUSTER_VERSION_NAME: &str = "version";
+
+/// Which release the cluster should run.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "windlass.dev",
+    version = "v1alpha1",
+    kind = "ClusterVersion",
+    shortname = "wcv",
+    category = "windlass",
+    status = "ClusterVersionStatus",
+    doc = "Which release of the platform the cluster should run, and where the update to it stands (one object, named version).",
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        json_path = ".status.desired.version"
+    ),
+    printcolumn(
+        name = "Available",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Available\")].status"
+    ),
+    printcolumn(
+        name = "Progressing",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Progressing\")].status"
+    ),
+    printcolumn(
+        name = "Since",
+        type_ = "date",
+        json_path = ".status.conditions[?(@.type==\"Progressing\")].lastTransitionTime"
+    ),
+    printcolumn(
+        name = "Status",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Progressing\")].message"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterVersionSpec {
+    /// The release to move to. Without it windlass changes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_update: Option<DesiredUpdate>,
+    /// How long one run level may take to become healthy before the update is reported
+    /// failing at it (default 600). The update keeps trying; it never skips a level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_deadline_seconds: Option<i64>,
+    /// Pull payloads over plain HTTP (a registry on loopback, for tests and demos).
+    #[serde(default, rename = "plainHTTP")]
+    pub plain_http: bool,
+}
+
+/// The release an update moves to.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DesiredUpdate {
+    /// The release payload image. A tag is resolved to its digest once and the digest is
+    /// recorded; the update then applies that digest only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// The version the payload must say it is (checked against its release metadata).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Apply even what verification refused: recorded as `verified: false` in history.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Where the cluster stands.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterVersionStatus {
+    /// The release the cluster is moving to or runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired: Option<Release>,
+    /// Each run level of the update to `desired`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelStatus>,
+    /// What the update is applying or waiting for now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<UpdateProgress>,
+    /// Newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<UpdateHistory>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::condition::conditions_schema")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// A release, by digest.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Release {
+    pub version: String,
+    /// The payload image, by digest.
+    pub image: String,
+    /// Whether its signatures were verified.
+    pub verified: bool,
+    /// The image as `spec.desiredUpdate.image` named it (a tag is pinned once).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub requested: String,
+    /// The digest of the manifests the plan applies.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub manifest_digest: String,
+}
+
+/// The state of one run level in the current update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum LevelState {
+    Pending,
+    /// Applied, waiting to be healthy.
+    Progressing,
+    Done,
+    /// Not healthy within the deadline (still retried).
+    Failing,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LevelStatus {
+    /// `manifests/00` for the updater's own levels, else the run level (`10`), `-` for the
+    /// files without one.
+    pub name: String,
+    pub state: LevelState,
+    pub manifests: i64,
+    /// The components applied in it, comma-separated.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub components: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// What the update does right now.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateProgress {
+    /// The level being applied, and its position among all levels (1-based).
+    pub level: String,
+    pub position: i64,
+    pub levels: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub component: String,
+    /// The object it waits for (`Deployment platform-dns/dns-operator`) and what for.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub waiting_for: String,
+    /// Since when the level has been applied and waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
+}
+
+/// The CVO's history states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum UpdateState {
+    Completed,
+    Partial,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateHistory {
+    pub state: UpdateState,
+    pub version: String,
+    pub image: String,
+    pub verified: bool,
+    pub started_time: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+    /// What was overridden to start it (`force`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub accepted_risks: String,
+}

@@ -1,0 +1,142 @@
+//! The ClusterVersion controller: moves the platform to the release `spec.desiredUpdate` names,
+//! run level by run level, and says where it stands.
+//!
+//! - The payload is pulled by digest (a tag is pinned once and recorded), read and checked by
+//!   `windlass_release`, and planned: updater levels (`manifests/`) first, then every release
+//!   level in order.
+//! - Each level is applied (server-side apply, one field manager, compare before write;
+//!   create-only and delete manifests as the CVO treats them), then waited on until every object
+//!   is healthy (`windlass_release::health`) before the next level starts. What a level waits
+//!   for, and for how long, is in `status.progress` and the `Progressing` condition; a level not
+//!   healthy within `spec.levelDeadlineSeconds` is `Failing`, naming the object, and is retried.
+//! - Progress lives in `status.levels`, so a restarted manager resumes at the level it was in.
+//! - Once complete, every manifest is applied again on each resync: drift is put back, and a
+//!   settled cluster gets no writes.
+//! - Payload objects are applied as the release ServiceAccount (impersonated), which the cluster
+//!   admin binds to what a platform release may create; the manager itself holds no such rights.
+//!
+//! Not yet: signature verification (an unverified payload needs `force`, recorded in history),
+//! update graphs, preconditions and rollback.
+
+mod update;
+
+use std::{collections::HashMap, future::Future, sync::Arc, sync::Mutex, time::Duration};
+
+use kube::{
+    Api, Client, ResourceExt,
+    runtime::{Controller, controller::Action, watcher},
+};
+use windlass_api::{ClusterVersion, names::controllers};
+use windlass_kit::{Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, runner};
+use windlass_release::{Payload, Plan};
+
+pub use update::reconcile;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("acting as the release ServiceAccount {account}: {source}")]
+    Identity {
+        account: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("writing the ClusterVersion status: {source}")]
+    Status {
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl ReconcileError for Error {
+    fn stage(&self) -> Stage {
+        match self {
+            Error::Identity { .. } => Stage::Read,
+            Error::Status { .. } => Stage::Report,
+        }
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Status { source: kube::Error::Api(s) } if s.code == 409)
+    }
+}
+
+/// A pulled and planned payload, by digest.
+pub struct Loaded {
+    pub image: String,
+    pub payload: Payload,
+    pub plan: Plan,
+}
+
+pub struct Context {
+    pub shell: Shell,
+    /// Applies payload objects as the release ServiceAccount.
+    pub applier: Applier,
+    /// Payloads already pulled, by the image reference asked for (tags are pinned once).
+    pub payloads: Mutex<HashMap<String, Arc<Loaded>>>,
+}
+
+/// Who applies a release: `system:serviceaccount:<namespace>:<name>`.
+pub struct Options {
+    pub release_account_namespace: String,
+    pub release_account_name: String,
+}
+
+/// The release ServiceAccount's default name, in the manager's namespace.
+pub const RELEASE_SERVICE_ACCOUNT: &str = "windlass-release";
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(
+    client: Client,
+    identities: Identities,
+    options: Options,
+    metrics: Arc<dyn Metrics>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), Error> {
+    let account = Identities::service_account(
+        &options.release_account_namespace,
+        &options.release_account_name,
+    );
+    let release_client =
+        identities
+            .client_for(Some(&account))
+            .map_err(|source| Error::Identity {
+                account: account.clone(),
+                source,
+            })?;
+    let ctx = Arc::new(Context {
+        shell: Shell::new(
+            client.clone(),
+            Scope::cluster(),
+            controllers::CLUSTER_VERSION,
+            metrics,
+        ),
+        applier: Applier::new(release_client),
+        payloads: Mutex::default(),
+    });
+    let versions = Api::<ClusterVersion>::all(client);
+    let results = Controller::new(versions, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(
+            |version, ctx: Arc<Context>| async move {
+                if version.name_any() != windlass_api::clusterversion::CLUSTER_VERSION_NAME {
+                    tracing::warn!(name = %version.name_any(), "only the ClusterVersion named `version` is acted on");
+                    return Ok(Action::await_change());
+                }
+                runner::observed(
+                    ctx.shell.metrics.as_ref(),
+                    version.as_ref(),
+                    Box::pin(reconcile(version.clone(), ctx.clone())),
+                )
+                .await
+            },
+            runner::error_policy,
+            ctx,
+        );
+    runner::drain(results).await;
+    Ok(())
+}
+
+/// How often a settled cluster is compared with its release.
+pub const RESYNC: Duration = Duration::from_secs(300);
+/// How soon a level being waited on is looked at again.
+pub const WAIT: Duration = Duration::from_secs(2);

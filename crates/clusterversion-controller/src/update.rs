@@ -1,0 +1,544 @@
+//! One reconcile of the ClusterVersion: load the desired payload, then apply the first level
+//! that is not done and wait for it, recording progress in status after every level.
+
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
+use windlass_api::{
+    ClusterVersion, ClusterVersionStatus, Condition, ConditionStatus,
+    clusterversion::{
+        LevelState, LevelStatus, Release, UpdateHistory, UpdateProgress, UpdateState,
+    },
+    names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
+    set_condition,
+};
+use windlass_kit::{Notice, status};
+use windlass_oci::RegistryOptions;
+use windlass_release::{
+    Action as ManifestAction, InclusionOptions, LoadOptions, Payload, PlannedManifest, RunLevel,
+    health::{Health, health},
+    progress::level_key,
+};
+
+use crate::{Context, Error, Loaded, RESYNC, WAIT};
+
+/// The CVO keeps at most this many history entries.
+const MAX_HISTORY: usize = 100;
+const DEFAULT_LEVEL_DEADLINE: i64 = 600;
+
+pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let now = Timestamp::now();
+    let generation = version.metadata.generation;
+    let before = version.status.clone().unwrap_or_default();
+    let mut status = before.clone();
+    status.observed_generation = generation;
+    let mut conditions = std::mem::take(&mut status.conditions);
+    let set =
+        |conditions: &mut Vec<Condition>, type_: &str, ok: bool, reason: &str, message: String| {
+            let state = if ok {
+                ConditionStatus::True
+            } else {
+                ConditionStatus::False
+            };
+            set_condition(
+                conditions,
+                Condition::new(type_, state, reason, message).observed(generation),
+                now,
+            );
+        };
+
+    let Some(desired) = version.spec.desired_update.clone() else {
+        set(
+            &mut conditions,
+            types::RELEASE_ACCEPTED,
+            false,
+            reasons::NO_DESIRED_UPDATE,
+            "spec.desiredUpdate names no release".into(),
+        );
+        status.conditions = conditions;
+        write(&ctx, &version, &before, &status).await?;
+        return Ok(Action::await_change());
+    };
+    let Some(image) = desired.image.clone().filter(|i| !i.is_empty()) else {
+        set(&mut conditions, types::RELEASE_ACCEPTED, false, reasons::NO_IMAGE,
+            "spec.desiredUpdate.image is empty: name the release payload image (resolving a version through an update graph is not supported yet)".into());
+        status.conditions = conditions;
+        write(&ctx, &version, &before, &status).await?;
+        return Ok(Action::await_change());
+    };
+    // A tag is pinned once: the update keeps applying the digest it first resolved to.
+    let pinned = status
+        .desired
+        .as_ref()
+        .filter(|d| d.requested == image)
+        .map(|d| d.image.clone())
+        .unwrap_or_else(|| image.clone());
+    let loaded = match load(&ctx, &pinned, version.spec.plain_http).await {
+        Ok(loaded) => loaded,
+        Err((reason, message)) => {
+            set(
+                &mut conditions,
+                types::RELEASE_ACCEPTED,
+                false,
+                reason,
+                message.clone(),
+            );
+            set(&mut conditions, types::FAILING, true, reason, message);
+            status.conditions = conditions;
+            write(&ctx, &version, &before, &status).await?;
+            return Ok(Action::requeue(Duration::from_secs(30)));
+        }
+    };
+    let payload_version = loaded.payload.version().to_string();
+    if let Some(wanted) = desired.version.as_deref().filter(|v| !v.is_empty())
+        && wanted != payload_version
+    {
+        let message = format!(
+            "spec.desiredUpdate.version is {wanted} but payload {} is release {payload_version}",
+            loaded.image
+        );
+        set(
+            &mut conditions,
+            types::RELEASE_ACCEPTED,
+            false,
+            reasons::VERSION_MISMATCH,
+            message,
+        );
+        status.conditions = conditions;
+        write(&ctx, &version, &before, &status).await?;
+        return Ok(Action::await_change());
+    }
+    // No verification keys are configured yet: only a forced update applies, recorded as
+    // unverified.
+    if !desired.force {
+        let message = format!(
+            "payload {} (release {payload_version}) cannot be verified: no release signing keys are configured; set spec.desiredUpdate.force: true to apply it unverified (recorded in history)",
+            loaded.image
+        );
+        set(
+            &mut conditions,
+            types::RELEASE_ACCEPTED,
+            false,
+            reasons::UNVERIFIED,
+            message,
+        );
+        status.conditions = conditions;
+        write(&ctx, &version, &before, &status).await?;
+        return Ok(Action::await_change());
+    }
+    set(
+        &mut conditions,
+        types::RELEASE_ACCEPTED,
+        true,
+        reasons::PAYLOAD_LOADED,
+        format!(
+            "payload loaded: release {payload_version}, image {}, {} manifests in {} levels (forced: not verified)",
+            loaded.image,
+            loaded.plan.manifest_count(),
+            loaded.plan.all_levels().count()
+        ),
+    );
+
+    let levels: Vec<(String, &RunLevel)> = loaded
+        .plan
+        .updater
+        .iter()
+        .map(|l| (level_key(true, l), l))
+        .chain(loaded.plan.levels.iter().map(|l| (level_key(false, l), l)))
+        .collect();
+    let new_update =
+        status.desired.as_ref().map(|d| d.image.as_str()) != Some(loaded.image.as_str());
+    if new_update {
+        status.desired = Some(Release {
+            version: payload_version.clone(),
+            image: loaded.image.clone(),
+            verified: false,
+            requested: image.clone(),
+            manifest_digest: loaded.plan.manifest_digest.clone(),
+        });
+        status.levels = levels
+            .iter()
+            .map(|(name, level)| LevelStatus {
+                name: name.clone(),
+                state: LevelState::Pending,
+                manifests: level.manifests().count() as i64,
+                components: components(level),
+                started_time: None,
+                completion_time: None,
+                message: String::new(),
+            })
+            .collect();
+        status.history.insert(
+            0,
+            UpdateHistory {
+                state: UpdateState::Partial,
+                version: payload_version.clone(),
+                image: loaded.image.clone(),
+                verified: false,
+                started_time: Time(now),
+                completion_time: None,
+                accepted_risks: "force: applied without verification".into(),
+            },
+        );
+        status.history.truncate(MAX_HISTORY);
+        ctx.shell
+            .events
+            .publish(
+                &version.object_ref(&()),
+                &Notice::normal(
+                    reasons::APPLYING,
+                    format!("updating to {payload_version} ({})", loaded.image),
+                ),
+            )
+            .await;
+    }
+    let completed = status
+        .history
+        .first()
+        .is_some_and(|h| h.image == loaded.image && h.state == UpdateState::Completed);
+    let deadline = version
+        .spec
+        .level_deadline_seconds
+        .unwrap_or(DEFAULT_LEVEL_DEADLINE);
+    let total = levels.len();
+    for (index, (name, level)) in levels.iter().enumerate() {
+        let record = &mut status.levels[index];
+        if record.state == LevelState::Done && !completed {
+            continue;
+        }
+        if record.started_time.is_none() {
+            record.started_time = Some(Time(now));
+        }
+        let started = record.started_time.as_ref().map(|t| t.0).unwrap_or(now);
+        let waited = (now.as_second() - started.as_second()).max(0);
+        match apply_level(&ctx, level, &payload_version).await {
+            Ok(None) => {
+                if record.state != LevelState::Done {
+                    record.state = LevelState::Done;
+                    record.completion_time = Some(Time(now));
+                    record.message = String::new();
+                    // Written at once: the level order is visible in status as it happens, and a
+                    // restart resumes after it.
+                    status.progress = None;
+                    let mut shown = status.clone();
+                    shown.conditions = conditions.clone();
+                    write(&ctx, &version, &before, &shown).await?;
+                }
+            }
+            Ok(Some(waiting)) => {
+                let failing = waiting.failed || waited > deadline;
+                record.state = if failing {
+                    LevelState::Failing
+                } else {
+                    LevelState::Progressing
+                };
+                record.message = waiting.message.clone();
+                let what = format!(
+                    "level {name} ({} of {total}): waiting for {} {} for {waited} s",
+                    index + 1,
+                    waiting.object,
+                    waiting.message
+                );
+                status.progress = Some(UpdateProgress {
+                    level: name.clone(),
+                    position: index as i64 + 1,
+                    levels: total as i64,
+                    component: waiting.component.clone(),
+                    waiting_for: format!("{} {}", waiting.object, waiting.message),
+                    since: Some(Time(started)),
+                });
+                let verb = if completed {
+                    "Restoring"
+                } else {
+                    "Working towards"
+                };
+                set(
+                    &mut conditions,
+                    types::PROGRESSING,
+                    true,
+                    reasons::WAITING,
+                    format!("{verb} {payload_version}: {what}"),
+                );
+                if failing {
+                    set(
+                        &mut conditions,
+                        types::FAILING,
+                        true,
+                        reasons::LEVEL_FAILING,
+                        format!(
+                            "level {name} is not healthy after {waited} s (deadline {deadline} s): {} {}",
+                            waiting.object, waiting.message
+                        ),
+                    );
+                } else {
+                    set(
+                        &mut conditions,
+                        types::FAILING,
+                        false,
+                        reasons::AS_EXPECTED,
+                        String::new(),
+                    );
+                }
+                if !completed {
+                    set(
+                        &mut conditions,
+                        types::AVAILABLE,
+                        false,
+                        reasons::APPLYING,
+                        format!("updating to {payload_version}"),
+                    );
+                }
+                status.conditions = conditions;
+                write(&ctx, &version, &before, &status).await?;
+                return Ok(Action::requeue(WAIT));
+            }
+            Err(message) => {
+                record.state = LevelState::Failing;
+                record.message = message.clone();
+                set(
+                    &mut conditions,
+                    types::FAILING,
+                    true,
+                    reasons::APPLY_FAILED,
+                    format!("level {name}: {message}"),
+                );
+                set(
+                    &mut conditions,
+                    types::PROGRESSING,
+                    true,
+                    reasons::APPLYING,
+                    format!(
+                        "Working towards {payload_version}: level {name} ({} of {total}) could not be applied",
+                        index + 1
+                    ),
+                );
+                status.conditions = conditions;
+                write(&ctx, &version, &before, &status).await?;
+                return Ok(Action::requeue(Duration::from_secs(15)));
+            }
+        }
+    }
+    status.progress = None;
+    if let Some(entry) = status.history.first_mut()
+        && entry.state == UpdateState::Partial
+    {
+        entry.state = UpdateState::Completed;
+        entry.completion_time = Some(Time(now));
+        ctx.shell
+            .events
+            .publish(
+                &version.object_ref(&()),
+                &Notice::normal(
+                    reasons::COMPLETED,
+                    format!("cluster version is {payload_version}"),
+                ),
+            )
+            .await;
+    }
+    set(
+        &mut conditions,
+        types::AVAILABLE,
+        true,
+        reasons::COMPLETED,
+        format!("Done applying {payload_version}"),
+    );
+    set(
+        &mut conditions,
+        types::PROGRESSING,
+        false,
+        reasons::COMPLETED,
+        format!("Cluster version is {payload_version}"),
+    );
+    set(
+        &mut conditions,
+        types::FAILING,
+        false,
+        reasons::AS_EXPECTED,
+        String::new(),
+    );
+    status.conditions = conditions;
+    write(&ctx, &version, &before, &status).await?;
+    Ok(Action::requeue(RESYNC))
+}
+
+fn components(level: &RunLevel) -> String {
+    let mut names: Vec<&str> = level
+        .components()
+        .filter_map(|c| c.component.as_deref())
+        .collect();
+    names.dedup();
+    names.join(",")
+}
+
+/// What a level waits for.
+struct Waiting {
+    object: String,
+    component: String,
+    message: String,
+    failed: bool,
+}
+
+fn describe(manifest: &PlannedManifest) -> String {
+    let object = &manifest.object;
+    match &object.namespace {
+        Some(ns) => format!("{} {ns}/{}", object.kind, object.name),
+        None => format!("{} {}", object.kind, object.name),
+    }
+}
+
+/// Applies `level` step by step; `Ok(None)` once every object is healthy, the first object
+/// that is not otherwise, `Err` when the API server refuses a manifest.
+async fn apply_level(
+    ctx: &Context,
+    level: &RunLevel,
+    payload_version: &str,
+) -> Result<Option<Waiting>, String> {
+    for step in &level.steps {
+        for component in &step.components {
+            for manifest in &component.manifests {
+                apply_manifest(ctx, manifest).await?;
+            }
+        }
+        // A step is a barrier (a Job, or the end of the level): all of it is healthy first.
+        for component in &step.components {
+            for manifest in &component.manifests {
+                let key = windlass_kit::ObjectKey::of(&manifest.body);
+                let live = ctx
+                    .applier
+                    .get(&key)
+                    .await
+                    .map_err(|e| format!("{}: {e}", describe(manifest)))?;
+                let verdict = health(
+                    &manifest.object.kind,
+                    manifest.action,
+                    live.as_ref(),
+                    payload_version,
+                );
+                let (message, failed) = match verdict {
+                    Health::Ready => continue,
+                    Health::Waiting(reason) => (reason.to_string(), false),
+                    Health::Failed(message) => (message, true),
+                };
+                return Ok(Some(Waiting {
+                    object: describe(manifest),
+                    component: component.component.clone().unwrap_or_default(),
+                    message,
+                    failed,
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+async fn apply_manifest(ctx: &Context, manifest: &PlannedManifest) -> Result<(), String> {
+    let key = windlass_kit::ObjectKey::of(&manifest.body);
+    let failed = |e: windlass_kit::ApplyError| {
+        format!("{} (file {}): {e}", describe(manifest), manifest.file)
+    };
+    match manifest.action {
+        ManifestAction::Apply => ctx
+            .applier
+            .apply(&manifest.body)
+            .await
+            .map(|_| ())
+            .map_err(failed),
+        ManifestAction::CreateOnly => {
+            if ctx.applier.get(&key).await.map_err(failed)?.is_none() {
+                ctx.applier.apply(&manifest.body).await.map_err(failed)?;
+            }
+            Ok(())
+        }
+        ManifestAction::Delete => ctx.applier.delete(&key).await.map(|_| ()).map_err(failed),
+    }
+}
+
+/// The payload `reference` names, pulled once and kept by the reference it was asked for.
+async fn load(
+    ctx: &Context,
+    reference: &str,
+    plain_http: bool,
+) -> Result<Arc<Loaded>, (&'static str, String)> {
+    if let Some(loaded) = ctx
+        .payloads
+        .lock()
+        .expect("payload cache poisoned")
+        .get(reference)
+    {
+        return Ok(loaded.clone());
+    }
+    let options = RegistryOptions {
+        plain_http,
+        ..RegistryOptions::default()
+    };
+    let pulled = windlass_oci::pull(reference, &options).await.map_err(|e| {
+        (
+            reasons::RETRIEVE_PAYLOAD,
+            format!("pulling payload {reference}: {e}"),
+        )
+    })?;
+    let repository = reference
+        .split_once('@')
+        .map(|(repo, _)| repo.to_string())
+        .unwrap_or_else(|| repository_of_tag(reference));
+    let image = format!("{repository}@{}", pulled.digest);
+    let load = LoadOptions {
+        release_image: Some(image.clone()),
+        ..LoadOptions::default()
+    };
+    let payload = Payload::from_tree(&pulled.files, &image, &load)
+        .map_err(|e| (reasons::PAYLOAD_INVALID, e.to_string()))?;
+    let plan = payload.plan(&InclusionOptions::default());
+    let loaded = Arc::new(Loaded {
+        image: image.clone(),
+        payload,
+        plan,
+    });
+    let mut cache = ctx.payloads.lock().expect("payload cache poisoned");
+    cache.insert(reference.to_string(), loaded.clone());
+    cache.insert(image, loaded.clone());
+    Ok(loaded)
+}
+
+/// `host:port/repo:tag` without its tag (a port's colon is not a tag's).
+fn repository_of_tag(reference: &str) -> String {
+    match reference.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo.to_string(),
+        _ => reference.to_string(),
+    }
+}
+
+/// Writes `status` unless it is what the object already has.
+async fn write(
+    ctx: &Context,
+    version: &ClusterVersion,
+    before: &ClusterVersionStatus,
+    status: &ClusterVersionStatus,
+) -> Result<(), Error> {
+    if before == status {
+        return Ok(());
+    }
+    let api = Api::<ClusterVersion>::all(ctx.shell.client.clone());
+    status::apply_status(&api, &version.name_any(), status, None)
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::Status { source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_is_cut_from_the_repository_but_a_port_is_not() {
+        assert_eq!(
+            repository_of_tag("127.0.0.1:5000/release:4.1.1"),
+            "127.0.0.1:5000/release"
+        );
+        assert_eq!(
+            repository_of_tag("127.0.0.1:5000/release"),
+            "127.0.0.1:5000/release"
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! The ClusterVersion controller moving the local cluster between the sample releases of
+//! `e2e/releases`, pushed by `windlass release new`: an unverified payload is refused until
+//! forced, each update is applied level by level (the order read from the API server's audit
+//! log, not from windlass's status), and a level that cannot become healthy stops the update
+//! there, naming the object.
+//!
+//! One test: the ClusterVersion is a singleton, so the steps cannot run in parallel.
+
+use std::{collections::HashMap, time::Duration};
+
+use k8s_openapi::{
+    api::{core::v1::ServiceAccount, rbac::v1::ClusterRoleBinding},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use windlass_api::{
+    ClusterVersion,
+    clusterversion::{CLUSTER_VERSION_NAME, LevelState, UpdateState},
+    condition::find,
+    names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
+};
+use windlass_release::{InclusionOptions, LoadOptions, Payload, progress::level_key};
+use windlass_testkit::{lifecycle::wait_object, require_manager, run_ok};
+
+use crate::release_payloads::{release_new, releases, windlass};
+
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+fn condition_is(version: &ClusterVersion, type_: &str, status: &str, reason: &str) -> bool {
+    version
+        .status
+        .as_ref()
+        .and_then(|s| find(&s.conditions, type_))
+        .is_some_and(|c| format!("{:?}", c.status) == status && c.reason == reason)
+}
+
+fn completed_at(version: &ClusterVersion, release: &str) -> bool {
+    version.status.as_ref().is_some_and(|s| {
+        s.history
+            .first()
+            .is_some_and(|h| h.version == release && h.state == UpdateState::Completed)
+    }) && condition_is(version, types::AVAILABLE, "True", reasons::COMPLETED)
+}
+
+/// The release ServiceAccount, bound to cluster-admin, as a cluster admin who lets windlass
+/// update the platform sets it up.
+async fn release_account(admin: &Client) {
+    let namespace = windlass_testkit::manager::namespace().expect("the manager's namespace");
+    let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), &namespace);
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "windlass-release"}})).unwrap();
+    if accounts
+        .get_opt("windlass-release")
+        .await
+        .unwrap()
+        .is_none()
+    {
+        accounts
+            .create(&PostParams::default(), &account)
+            .await
+            .expect("the release account");
+    }
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "windlass-release"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "windlass-release", "namespace": namespace}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .patch(
+            "windlass-release",
+            &PatchParams::apply("windlass-e2e").force(),
+            &Patch::Apply(&binding),
+        )
+        .await
+        .expect("binding the release account");
+    windlass_testkit::wait_until_authorized(
+        admin,
+        &format!("system:serviceaccount:{namespace}:windlass-release"),
+        "platform-dns",
+        ("apps", "deployments", "patch"),
+    )
+    .await;
+}
+
+fn upgrade(image: &str, force: bool) {
+    let kubeconfig = windlass_testkit::kubeconfig_path();
+    let mut command = windlass();
+    command.args([
+        "upgrade",
+        "--to-image",
+        image,
+        "--plain-http",
+        "--kubeconfig",
+    ]);
+    command.arg(&kubeconfig);
+    if force {
+        command.arg("--force");
+    }
+    run_ok(&mut command);
+}
+
+/// (resource, namespace, name) of every object in the sample release `dir`, with the position
+/// of its run level in the plan.
+fn level_of_objects(dir: &str) -> (HashMap<(String, String, String), usize>, Vec<String>) {
+    let payload = Payload::read_dir(&releases().join(dir), &LoadOptions::default()).expect(dir);
+    let plan = payload.plan(&InclusionOptions::default());
+    let mut levels = HashMap::new();
+    let mut names = Vec::new();
+    let all = plan
+        .updater
+        .iter()
+        .map(|l| (true, l))
+        .chain(plan.levels.iter().map(|l| (false, l)));
+    for (index, (updater, level)) in all.enumerate() {
+        names.push(level_key(updater, level));
+        for manifest in level.manifests() {
+            let object = &manifest.object;
+            let resource = format!("{}s", object.kind.to_ascii_lowercase());
+            levels.insert(
+                (
+                    resource,
+                    object.namespace.clone().unwrap_or_default(),
+                    object.name.clone(),
+                ),
+                index,
+            );
+        }
+    }
+    (levels, names)
+}
+
+/// The run-level positions of the release account's writes recorded after `from` audit lines,
+/// oldest first.
+fn written_levels(
+    from: usize,
+    account: &str,
+    levels: &HashMap<(String, String, String), usize>,
+) -> Vec<usize> {
+    let text = std::fs::read_to_string(windlass_testkit::manager::audit_log()).unwrap_or_default();
+    text.lines()
+        .skip(from)
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|e| {
+            e["stage"] == "ResponseComplete" && e["impersonatedUser"]["username"] == account
+        })
+        .filter(|e| e["verb"] == "patch" || e["verb"] == "create")
+        .filter_map(|e| {
+            let o = &e["objectRef"];
+            let key = (
+                o["resource"].as_str()?.to_string(),
+                o["namespace"].as_str().unwrap_or_default().to_string(),
+                o["name"].as_str()?.to_string(),
+            );
+            levels.get(&key).copied()
+        })
+        .collect()
+}
+
+fn audit_lines() -> usize {
+    std::fs::read_to_string(windlass_testkit::manager::audit_log())
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// Given the sample releases in the local registry and a release ServiceAccount, when the
+/// ClusterVersion asks for 4.1.0 then 4.1.1 then the broken 4.2.1, then an unverified payload is
+/// refused until forced, each update applies its levels strictly in order (from the audit log)
+/// and completes, recorded in history; the broken release stops at level 30, naming the
+/// Deployment that does not roll out, and no later level is applied.
+#[tokio::test]
+async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken_level() {
+    require_manager();
+    let admin = windlass_testkit::client().await;
+    release_account(&admin).await;
+    let namespace = windlass_testkit::manager::namespace().unwrap();
+    let account = format!("system:serviceaccount:{namespace}:windlass-release");
+    let registry = windlass_testkit::registry();
+    let repository = registry.unique_repository("release");
+    let mut images = HashMap::new();
+    for (dir, version) in [
+        ("4.1.0", "4.1.0"),
+        ("4.1.1", "4.1.1"),
+        ("4.2.1-broken", "4.2.1"),
+    ] {
+        let reference = format!("{repository}:{version}");
+        release_new(&releases().join(dir), version, &reference);
+        images.insert(version, reference);
+    }
+    let versions = Api::<ClusterVersion>::all(admin.clone());
+    let _ = versions
+        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
+        .await;
+
+    // Unverified and not forced: refused, and nothing of it applied.
+    upgrade(&images["4.1.0"], false);
+    let refused = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "refused as unverified",
+        TIMEOUT,
+        |v| condition_is(v, types::RELEASE_ACCEPTED, "False", reasons::UNVERIFIED),
+    )
+    .await;
+    assert!(
+        refused.status.as_ref().unwrap().levels.is_empty(),
+        "no update started"
+    );
+    let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone());
+    assert!(
+        namespaces.get_opt("platform-dns").await.unwrap().is_none(),
+        "nothing applied"
+    );
+
+    // Forced: applied, level by level, and recorded as unverified.
+    let (levels_410, names_410) = level_of_objects("4.1.0");
+    let start = audit_lines();
+    upgrade(&images["4.1.0"], true);
+    let at_410 = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "4.1.0 completed",
+        TIMEOUT,
+        |v| completed_at(v, "4.1.0"),
+    )
+    .await;
+    let status = at_410.status.as_ref().unwrap();
+    assert!(
+        !status.history[0].verified,
+        "a forced payload is recorded as unverified"
+    );
+    assert!(
+        status.desired.as_ref().unwrap().image.contains("@sha256:"),
+        "pinned by digest"
+    );
+    let listed: Vec<&str> = status.levels.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        listed,
+        names_410.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert!(status.levels.iter().all(|l| l.state == LevelState::Done));
+    let order = written_levels(start, &account, &levels_410);
+    assert!(
+        order.len() > 10,
+        "the audit log shows the release's writes: {order:?}"
+    );
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "levels applied in order: {order:?}"
+    );
+    assert_eq!(order.first(), Some(&0));
+    assert_eq!(order.last(), Some(&(names_410.len() - 1)));
+
+    // A patch release: only what changed is written, still in level order.
+    let (levels_411, _) = level_of_objects("4.1.1");
+    let start = audit_lines();
+    upgrade(&images["4.1.1"], true);
+    let at_411 = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "4.1.1 completed",
+        TIMEOUT,
+        |v| completed_at(v, "4.1.1"),
+    )
+    .await;
+    let order = written_levels(start, &account, &levels_411);
+    assert!(order.len() >= 2, "the patch wrote its changes: {order:?}");
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "levels applied in order: {order:?}"
+    );
+    assert!(
+        order.len() < levels_411.len(),
+        "unchanged objects are not written: {order:?}"
+    );
+    let history: Vec<&str> = at_411
+        .status
+        .as_ref()
+        .unwrap()
+        .history
+        .iter()
+        .map(|h| h.version.as_str())
+        .collect();
+    assert_eq!(history, ["4.1.1", "4.1.0"]);
+    let shown = run_ok(
+        windlass()
+            .args(["upgrade", "status", "--kubeconfig"])
+            .arg(windlass_testkit::kubeconfig_path()),
+    );
+    assert!(
+        shown.contains("Available:   True (Completed): Done applying 4.1.1"),
+        "{shown}"
+    );
+
+    // A level that cannot become healthy: the update stops there and says which object.
+    versions
+        .patch(
+            CLUSTER_VERSION_NAME,
+            &PatchParams::apply("windlass-e2e").force(),
+            &Patch::Apply(
+                json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
+                "spec": {"levelDeadlineSeconds": 15}}),
+            ),
+        )
+        .await
+        .expect("a short level deadline");
+    upgrade(&images["4.2.1"], true);
+    let failing = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "failing at level 30",
+        TIMEOUT,
+        |v| condition_is(v, types::FAILING, "True", reasons::LEVEL_FAILING),
+    )
+    .await;
+    let status = failing.status.as_ref().unwrap();
+    let message = &find(&status.conditions, types::FAILING).unwrap().message;
+    assert!(
+        message.contains("level 30") && message.contains("Deployment platform-monitoring/"),
+        "the condition names the level and the object: {message}"
+    );
+    let position = status
+        .levels
+        .iter()
+        .position(|l| l.name == "30")
+        .expect("level 30");
+    assert_eq!(status.levels[position].state, LevelState::Failing);
+    assert!(
+        status.levels[position + 1..]
+            .iter()
+            .all(|l| l.state == LevelState::Pending),
+        "no later level is applied: {:?}",
+        status.levels
+    );
+    let crds = Api::<CustomResourceDefinition>::all(admin.clone());
+    assert!(
+        crds.get_opt("storagestates.platform.windlass.dev")
+            .await
+            .unwrap()
+            .is_none(),
+        "the irreversible level 40 was not reached"
+    );
+    assert!(condition_is(
+        &failing,
+        types::AVAILABLE,
+        "False",
+        reasons::APPLYING
+    ));
+    let shown = run_ok(
+        windlass()
+            .args(["upgrade", "status", "--kubeconfig"])
+            .arg(windlass_testkit::kubeconfig_path()),
+    );
+    assert!(shown.contains("In progress: level 30"), "{shown}");
+
+    versions
+        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
+        .await
+        .expect("deleting the ClusterVersion");
+}
