@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The windlass demo: subscribe to the sample acme-db operator from the built-in catalog, approve
 # its install and an upgrade, watch the deliberately broken 1.1.1 fail and roll back by itself,
-# then roll back by hand (refused across a minor version, then forced). Prints
-# `kubectl get windlass` at each step. Expects the local control plane and the manager running
+# then roll back by hand (refused across a minor version, then forced); then move the platform
+# itself between two sample releases with a ClusterVersion. Prints `kubectl get windlass` at
+# each step. Expects the local control plane and the manager running
 # (`make demo` starts both). Usage: demo.sh PATH-TO-windlass-BINARY
 source "$(dirname "$0")/lib.sh"
 windlass="${1:?usage: demo.sh PATH-TO-windlass-BINARY}"
@@ -163,6 +164,52 @@ echo "\$ windlass rollback acme-db -n $ns --force --wait"
 "$windlass" rollback acme-db -n "$ns" --force --wait --timeout 180
 show
 kubectl get blueprint acme-db -n "$ns" -o jsonpath='{range .status.history[*]}  r{.revision} {.version} {.outcome} forced={.forced} {.reason}{"\n"}{end}'
+
+step "The platform itself: push two sample releases with windlass release new"
+releases="$(dirname "$0")/../releases"
+release_repo="$WINDLASS_REGISTRY/windlass-demo/release"
+for version in 4.1.0 4.1.1; do
+  echo "\$ windlass release new --from-dir e2e/releases/$version --version $version --to $release_repo:$version"
+  "$windlass" release new --from-dir "$releases/$version" --version "$version" --to "$release_repo:$version" --plain-http
+done
+
+step "Let windlass apply releases as its release ServiceAccount (a cluster admin binds it)"
+cat <<YAML | tee /dev/stderr | kubectl apply --server-side -f - >/dev/null
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: windlass-release, namespace: windlass-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: windlass-release}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: windlass-release, namespace: windlass-system}]
+YAML
+
+# wait_release VERSION: waits until the ClusterVersion completed VERSION, showing progress.
+wait_release() {
+  local version="$1" got=""
+  for i in $(seq 180); do
+    got="$(kubectl get clusterversion.windlass.dev version -o 'jsonpath={.status.history[0].version} {.status.history[0].state}' 2>/dev/null || true)"
+    [[ "$got" == "$version Completed" ]] && return 0
+    (( i % 5 == 1 )) && kubectl get clusterversion.windlass.dev 2>&1 | sed 's/^/  /'
+    sleep 1
+  done
+  "$windlass" upgrade status >&2 || true
+  die "the cluster did not reach release $version (history: '$got')"
+}
+
+step "Install release 4.1.0 (no signing keys are configured yet, so it is forced and recorded as unverified)"
+echo "\$ windlass upgrade --to-image $release_repo:4.1.0 --force --plain-http"
+"$windlass" upgrade --to-image "$release_repo:4.1.0" --force --plain-http
+wait_release 4.1.0
+kubectl get clusterversion.windlass.dev
+
+step "Update to the patch release 4.1.1, level by level"
+"$windlass" upgrade --to-image "$release_repo:4.1.1" --force --plain-http
+wait_release 4.1.1
+echo "\$ windlass upgrade status"
+"$windlass" upgrade status
 
 step "Done"
 echo "The cluster keeps running: kubectl get windlass -n $ns (after: source <(sed 's/^/export /' $STATE_DIR/cluster.env))"

@@ -30,6 +30,9 @@ use crate::release_payloads::{release_new, releases, windlass};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
+/// The run-level position of each object, by (resource, namespace, name) as the audit log names it.
+type ObjectLevels = HashMap<(String, String, String), usize>;
+
 fn condition_is(version: &ClusterVersion, type_: &str, status: &str, reason: &str) -> bool {
     version
         .status
@@ -106,7 +109,7 @@ fn upgrade(image: &str, force: bool) {
 
 /// (resource, namespace, name) of every object in the sample release `dir`, with the position
 /// of its run level in the plan.
-fn level_of_objects(dir: &str) -> (HashMap<(String, String, String), usize>, Vec<String>) {
+fn level_of_objects(dir: &str) -> (ObjectLevels, Vec<String>) {
     let payload = Payload::read_dir(&releases().join(dir), &LoadOptions::default()).expect(dir);
     let plan = payload.plan(&InclusionOptions::default());
     let mut levels = HashMap::new();
@@ -136,11 +139,7 @@ fn level_of_objects(dir: &str) -> (HashMap<(String, String, String), usize>, Vec
 
 /// The run-level positions of the release account's writes recorded after `from` audit lines,
 /// oldest first.
-fn written_levels(
-    from: usize,
-    account: &str,
-    levels: &HashMap<(String, String, String), usize>,
-) -> Vec<usize> {
+fn written_levels(from: usize, account: &str, levels: &ObjectLevels) -> Vec<usize> {
     let text = std::fs::read_to_string(windlass_testkit::manager::audit_log()).unwrap_or_default();
     text.lines()
         .skip(from)
