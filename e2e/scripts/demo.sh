@@ -199,7 +199,7 @@ wait_release() {
   die "the cluster did not reach release $version (history: '$got')"
 }
 
-step "Install release 4.1.0 (no signing keys are configured yet, so it is forced and recorded as unverified)"
+step "Install release 4.1.0 (no TrustPolicy covers release images here, so it is forced and recorded as unverified)"
 echo "\$ windlass upgrade --to-image $release_repo:4.1.0 --force --plain-http"
 "$windlass" upgrade --to-image "$release_repo:4.1.0" --force --plain-http
 wait_release 4.1.0

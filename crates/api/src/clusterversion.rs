@@ -115,6 +115,9 @@ pub struct Release {
     pub image: String,
     /// Whether its signatures were verified.
     pub verified: bool,
+    /// The keys (`<TrustPolicy>/<key>`) whose valid signatures counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified_by: Vec<String>,
     /// The image as `spec.desiredUpdate.image` named it (a tag is pinned once).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub requested: String,

@@ -1,7 +1,7 @@
 //! The `windlass.dev/v1alpha1` API: what users write (Subscription, Catalog), what windlass
 //! records (Blueprint), what it installs (ClusterServiceVersion) and what cluster admins allow
 //! (InstallPolicy) and what that lets each namespace do (InstallScope); and which release of the
-//! platform the cluster runs (ClusterVersion).
+//! platform the cluster runs (ClusterVersion); which keys must have signed what (TrustPolicy).
 //!
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
@@ -19,6 +19,7 @@ pub mod names;
 pub mod policy;
 pub mod scope;
 pub mod subscription;
+pub mod trust;
 
 pub use blueprint::{
     Blueprint, BlueprintBookkeeping, BlueprintIntent, BlueprintSpec, BlueprintStatus,
@@ -33,6 +34,7 @@ pub use csv::{
 pub use policy::{InstallPolicy, InstallPolicySpec};
 pub use scope::{InstallGrant, InstallScope, InstallScopeStatus};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
+pub use trust::{TrustPolicy, TrustPolicySpec};
 
 /// The API group of every windlass kind.
 pub const GROUP: &str = "windlass.dev";
@@ -51,6 +53,7 @@ pub fn crds()
         InstallPolicy::crd(),
         InstallScope::crd(),
         ClusterVersion::crd(),
+        TrustPolicy::crd(),
     ]
 }
 

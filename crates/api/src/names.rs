@@ -177,6 +177,8 @@ pub mod reasons {
         pub const PAYLOAD_INVALID: &str = "PayloadInvalid";
         pub const VERSION_MISMATCH: &str = "VersionMismatch";
         pub const UNVERIFIED: &str = "Unverified";
+        pub const VERIFICATION_FAILED: &str = "VerificationFailed";
+        pub const VERIFICATION_ERROR: &str = "VerificationError";
         pub const PAYLOAD_LOADED: &str = "PayloadLoaded";
         pub const APPLYING: &str = "Applying";
         pub const WAITING: &str = "Waiting";

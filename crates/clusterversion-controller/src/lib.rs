@@ -15,10 +15,14 @@
 //! - Payload objects are applied as the release ServiceAccount (impersonated), which the cluster
 //!   admin binds to what a platform release may create; the manager itself holds no such rights.
 //!
-//! Not yet: signature verification (an unverified payload needs `force`, recorded in history),
-//! update graphs, preconditions and rollback.
+//! - Before an update starts, the payload's digest is verified against every TrustPolicy
+//!   ([`verify`]); a payload no rule covers, or one the rules refuse, starts only with `force`,
+//!   recorded in history as unverified with what was overridden.
+//!
+//! Not yet: update graphs, preconditions and rollback.
 
 mod update;
+pub mod verify;
 
 use std::{collections::HashMap, future::Future, sync::Arc, sync::Mutex, time::Duration};
 
@@ -28,7 +32,9 @@ use kube::{
 };
 use windlass_api::{ClusterVersion, names::controllers};
 use windlass_kit::{Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, runner};
+use windlass_oci::{RegistryClient, RegistryOptions};
 use windlass_release::{Payload, Plan};
+use windlass_trust::{Limits, Verifier};
 
 pub use update::reconcile;
 
@@ -73,6 +79,31 @@ pub struct Context {
     pub applier: Applier,
     /// Payloads already pulled, by the image reference asked for (tags are pinned once).
     pub payloads: Mutex<HashMap<String, Arc<Loaded>>>,
+    /// The manager's namespace, where TrustPolicies' key material is.
+    pub namespace: String,
+    /// Signature verifiers (with their verdict caches), by whether they speak plain HTTP.
+    verifiers: Mutex<HashMap<bool, Arc<Verifier<RegistryClient>>>>,
+}
+
+impl Context {
+    /// The verifier for registries reached over plain HTTP or not.
+    pub fn verifier(&self, plain_http: bool) -> Arc<Verifier<RegistryClient>> {
+        self.verifiers
+            .lock()
+            .expect("verifier lock poisoned")
+            .entry(plain_http)
+            .or_insert_with(|| {
+                let options = RegistryOptions {
+                    plain_http,
+                    ..RegistryOptions::default()
+                };
+                Arc::new(Verifier::new(
+                    RegistryClient::new(&options),
+                    Limits::default(),
+                ))
+            })
+            .clone()
+    }
 }
 
 /// Who applies a release: `system:serviceaccount:<namespace>:<name>`.
@@ -112,6 +143,8 @@ pub async fn run(
         ),
         applier: Applier::new(release_client),
         payloads: Mutex::default(),
+        namespace: options.release_account_namespace.clone(),
+        verifiers: Mutex::default(),
     });
     let versions = Api::<ClusterVersion>::all(client);
     let results = Controller::new(versions, watcher::Config::default())

@@ -21,7 +21,10 @@ use windlass_release::{
     progress::level_key,
 };
 
-use crate::{Context, Error, Loaded, RESYNC, WAIT};
+use crate::{
+    Context, Error, Loaded, RESYNC, WAIT,
+    verify::{self, Acceptance, acceptance},
+};
 
 /// The CVO keeps at most this many history entries.
 const MAX_HISTORY: usize = 100;
@@ -109,31 +112,75 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         write(&ctx, &version, &before, &status).await?;
         return Ok(Action::await_change());
     }
-    // No verification keys are configured yet: only a forced update applies, recorded as
-    // unverified.
-    if !desired.force {
-        let message = format!(
-            "payload {} (release {payload_version}) cannot be verified: no release signing keys are configured; set spec.desiredUpdate.force: true to apply it unverified (recorded in history)",
-            loaded.image
-        );
-        set(
-            &mut conditions,
-            types::RELEASE_ACCEPTED,
-            false,
-            reasons::UNVERIFIED,
-            message,
-        );
-        status.conditions = conditions;
-        write(&ctx, &version, &before, &status).await?;
-        return Ok(Action::await_change());
-    }
+    let new_update =
+        status.desired.as_ref().map(|d| d.image.as_str()) != Some(loaded.image.as_str());
+    // Signatures are checked once, before an update starts; what was decided is recorded.
+    let (verified, verified_by, overridden) = if new_update {
+        let digest = loaded
+            .image
+            .rsplit_once('@')
+            .map(|(_, d)| d)
+            .unwrap_or_default();
+        let verdict =
+            match verify::verify(&ctx, &loaded.image, digest, version.spec.plain_http).await {
+                Ok(verdict) => verdict,
+                Err(message) => {
+                    set(
+                        &mut conditions,
+                        types::RELEASE_ACCEPTED,
+                        false,
+                        reasons::VERIFICATION_ERROR,
+                        message,
+                    );
+                    status.conditions = conditions;
+                    write(&ctx, &version, &before, &status).await?;
+                    return Ok(Action::requeue(Duration::from_secs(30)));
+                }
+            };
+        match acceptance(&verdict, &loaded.image, desired.force) {
+            Acceptance::Accept {
+                verified,
+                verified_by,
+                overridden,
+                ..
+            } => (verified, verified_by, overridden),
+            Acceptance::Refuse { reason, message } => {
+                set(
+                    &mut conditions,
+                    types::RELEASE_ACCEPTED,
+                    false,
+                    reason,
+                    message,
+                );
+                status.conditions = conditions;
+                write(&ctx, &version, &before, &status).await?;
+                // A signature may be pushed, or a policy written, at any time.
+                return Ok(Action::requeue(Duration::from_secs(30)));
+            }
+        }
+    } else {
+        let recorded = status.desired.as_ref().expect("an update in progress");
+        let overridden = status
+            .history
+            .first()
+            .map(|h| h.accepted_risks.clone())
+            .unwrap_or_default();
+        (recorded.verified, recorded.verified_by.clone(), overridden)
+    };
+    let trust = if verified {
+        format!("verified by {}", verified_by.join(", "))
+    } else if !overridden.is_empty() {
+        "forced: not verified".to_string()
+    } else {
+        "not verified, as the trust policy allows for unsigned payloads".to_string()
+    };
     set(
         &mut conditions,
         types::RELEASE_ACCEPTED,
         true,
         reasons::PAYLOAD_LOADED,
         format!(
-            "payload loaded: release {payload_version}, image {}, {} manifests in {} levels (forced: not verified)",
+            "payload loaded: release {payload_version}, image {}, {} manifests in {} levels ({trust})",
             loaded.image,
             loaded.plan.manifest_count(),
             loaded.plan.all_levels().count()
@@ -147,13 +194,12 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         .map(|l| (level_key(true, l), l))
         .chain(loaded.plan.levels.iter().map(|l| (level_key(false, l), l)))
         .collect();
-    let new_update =
-        status.desired.as_ref().map(|d| d.image.as_str()) != Some(loaded.image.as_str());
     if new_update {
         status.desired = Some(Release {
             version: payload_version.clone(),
             image: loaded.image.clone(),
-            verified: false,
+            verified,
+            verified_by: verified_by.clone(),
             requested: image.clone(),
             manifest_digest: loaded.plan.manifest_digest.clone(),
         });
@@ -175,10 +221,10 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 state: UpdateState::Partial,
                 version: payload_version.clone(),
                 image: loaded.image.clone(),
-                verified: false,
+                verified,
                 started_time: Time(now),
                 completion_time: None,
-                accepted_risks: "force: applied without verification".into(),
+                accepted_risks: overridden.clone(),
             },
         );
         status.history.truncate(MAX_HISTORY);

@@ -408,6 +408,31 @@ pub fn judge_rule(rule: &TrustRule, signed_by: &BTreeSet<String>) -> Result<(), 
     Err(format!("{needs}; {found_text}"))
 }
 
+/// Several named policies as one: every rule of each applies. Key and rule names are prefixed
+/// with their policy's name (`release-keys/2026`), so two policies may use the same key names
+/// without one's rules counting the other's keys.
+pub fn merge(policies: &[(String, TrustPolicy)]) -> TrustPolicy {
+    let mut merged = TrustPolicy::default();
+    for (policy, spec) in policies {
+        let scoped = |name: &str| format!("{policy}/{name}");
+        merged.keys.extend(spec.keys.iter().map(|key| TrustedKey {
+            name: scoped(&key.name),
+            ..key.clone()
+        }));
+        merged.rules.extend(
+            spec.rules
+                .iter()
+                .enumerate()
+                .map(|(index, rule)| TrustRule {
+                    name: scoped(&rule.display_name(index)),
+                    keys: rule.keys.iter().map(|k| scoped(k)).collect(),
+                    ..rule.clone()
+                }),
+        );
+    }
+    merged
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,5 +652,40 @@ rules:
         stricter.rules[0].require = Requirement::All;
         stricter.rules[0].at_least = None;
         assert_ne!(base, stricter.fingerprint(&keys));
+    }
+
+    #[test]
+    fn merged_policies_keep_each_policys_keys_to_its_own_rules() {
+        let one = TrustPolicy {
+            keys: vec![TrustedKey {
+                name: "release".into(),
+                ..Default::default()
+            }],
+            rules: vec![TrustRule {
+                classes: vec![ArtifactClass::Release],
+                keys: vec!["release".into()],
+                ..Default::default()
+            }],
+        };
+        let two = TrustPolicy {
+            keys: vec![TrustedKey {
+                name: "release".into(),
+                ..Default::default()
+            }],
+            rules: vec![TrustRule {
+                name: "catalogs".into(),
+                classes: vec![ArtifactClass::Catalog],
+                keys: vec!["release".into()],
+                ..Default::default()
+            }],
+        };
+        let merged = merge(&[("platform".into(), one), ("catalogs".into(), two)]);
+        let keys: Vec<&str> = merged.keys.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(keys, ["platform/release", "catalogs/release"]);
+        assert_eq!(merged.rules[0].name, "platform/rules[0]");
+        assert_eq!(merged.rules[0].keys, ["platform/release"]);
+        assert_eq!(merged.rules[1].name, "catalogs/catalogs");
+        assert_eq!(merged.rules[1].keys, ["catalogs/release"]);
+        merged.validate().expect("a merged policy is valid");
     }
 }

@@ -148,7 +148,7 @@ struct ResolvedKeys {
 fn resolve_keys(
     policy: &TrustPolicy,
     names: &BTreeSet<String>,
-    resolver: &dyn KeyResolver,
+    resolver: &(dyn KeyResolver + Sync),
     now: DateTime<Utc>,
 ) -> ResolvedKeys {
     let mut resolved = ResolvedKeys {
@@ -211,7 +211,7 @@ impl<S: SignatureSource> Verifier<S> {
         &self,
         artifact: &Artifact,
         policy: &TrustPolicy,
-        keys: &dyn KeyResolver,
+        keys: &(dyn KeyResolver + Sync),
     ) -> Result<Verdict, TrustError> {
         self.verify_at(artifact, policy, keys, Utc::now()).await
     }
@@ -221,7 +221,7 @@ impl<S: SignatureSource> Verifier<S> {
         &self,
         artifact: &Artifact,
         policy: &TrustPolicy,
-        keys: &dyn KeyResolver,
+        keys: &(dyn KeyResolver + Sync),
         now: DateTime<Utc>,
     ) -> Result<Verdict, TrustError> {
         policy.validate()?;

@@ -1,6 +1,8 @@
 //! The ClusterVersion controller moving the local cluster between the sample releases of
-//! `e2e/releases`, pushed by `windlass release new`: an unverified payload is refused until
-//! forced, each update is applied level by level (the order read from the API server's audit
+//! `e2e/releases`, pushed by `windlass release new` and signed with cosign: a payload no
+//! TrustPolicy covers, or one signed by an untrusted key, is refused until forced (and then
+//! recorded as unverified), one signed by the trusted key is recorded as verified by it, each
+//! update is applied level by level (the order read from the API server's audit
 //! log, not from windlass's status), and a level that cannot become healthy stops the update
 //! there, naming the object.
 //!
@@ -9,7 +11,10 @@
 use std::{collections::HashMap, time::Duration};
 
 use k8s_openapi::{
-    api::{core::v1::ServiceAccount, rbac::v1::ClusterRoleBinding},
+    api::{
+        core::v1::{ConfigMap, ServiceAccount},
+        rbac::v1::ClusterRoleBinding,
+    },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
@@ -27,6 +32,7 @@ use windlass_release::{InclusionOptions, LoadOptions, Payload, progress::level_k
 use windlass_testkit::{lifecycle::wait_object, require_manager, run_ok};
 
 use crate::release_payloads::{release_new, releases, windlass};
+use crate::signatures::{Keys, cosign_sign};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -167,9 +173,11 @@ fn audit_lines() -> usize {
 }
 
 /// Given the sample releases in the local registry and a release ServiceAccount, when the
-/// ClusterVersion asks for 4.1.0 then 4.1.1 then the broken 4.2.1, then an unverified payload is
-/// refused until forced, each update applies its levels strictly in order (from the audit log)
-/// and completes, recorded in history; the broken release stops at level 30, naming the
+/// ClusterVersion asks for 4.1.0 then 4.1.1 then the broken 4.2.1, then a payload no policy
+/// covers is refused; 4.1.0, signed by the key a TrustPolicy requires, is applied and recorded
+/// as verified by it; 4.1.1, signed by another key, is refused naming the key it needs, then
+/// forced and recorded as unverified; each update applies its levels strictly in order (from the
+/// audit log) and completes, recorded in history; the broken release stops at level 30, naming the
 /// Deployment that does not roll out, and no later level is applied.
 #[tokio::test]
 async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken_level() {
@@ -181,14 +189,16 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     let registry = windlass_testkit::registry();
     let repository = registry.unique_repository("release");
     let mut images = HashMap::new();
+    let mut digests = HashMap::new();
     for (dir, version) in [
         ("4.1.0", "4.1.0"),
         ("4.1.1", "4.1.1"),
         ("4.2.1-broken", "4.2.1"),
     ] {
         let reference = format!("{repository}:{version}");
-        release_new(&releases().join(dir), version, &reference);
+        let digest = release_new(&releases().join(dir), version, &reference);
         images.insert(version, reference);
+        digests.insert(version, format!("{repository}@{digest}"));
     }
     let versions = Api::<ClusterVersion>::all(admin.clone());
     let _ = versions
@@ -215,10 +225,17 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
         "nothing applied"
     );
 
-    // Forced: applied, level by level, and recorded as unverified.
+    // The platform team's release key, trusted through a TrustPolicy; 4.1.0 signed with it
+    // (cosign's bundle format), 4.1.1 with a key nobody trusts (the legacy format).
+    let keys = Keys::generate(&["release", "stranger"]);
+    let trust = TrustSetup::create(&admin, &namespace, &keys).await;
+    cosign_sign(&keys, "release", &digests["4.1.0"], true);
+    cosign_sign(&keys, "stranger", &digests["4.1.1"], false);
+
+    // Signed by the trusted key: applied level by level, recorded as verified.
     let (levels_410, names_410) = level_of_objects("4.1.0");
     let start = audit_lines();
-    upgrade(&images["4.1.0"], true);
+    upgrade(&images["4.1.0"], false);
     let at_410 = wait_object(
         &versions,
         CLUSTER_VERSION_NAME,
@@ -228,10 +245,10 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     )
     .await;
     let status = at_410.status.as_ref().unwrap();
-    assert!(
-        !status.history[0].verified,
-        "a forced payload is recorded as unverified"
-    );
+    assert!(status.history[0].verified, "{:?}", status.history[0]);
+    let desired = status.desired.as_ref().unwrap();
+    assert!(desired.verified);
+    assert_eq!(desired.verified_by, ["releases/release"]);
     assert!(
         status.desired.as_ref().unwrap().image.contains("@sha256:"),
         "pinned by digest"
@@ -254,6 +271,47 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     assert_eq!(order.first(), Some(&0));
     assert_eq!(order.last(), Some(&(names_410.len() - 1)));
 
+    // Signed, but by a key the policy does not trust: refused, naming what is missing, and
+    // nothing of it applied; then forced, and recorded as unverified with what was overridden.
+    upgrade(&images["4.1.1"], false);
+    let refused = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "4.1.1 refused by the trust policy",
+        TIMEOUT,
+        |v| {
+            condition_is(
+                v,
+                types::RELEASE_ACCEPTED,
+                "False",
+                reasons::VERIFICATION_FAILED,
+            )
+        },
+    )
+    .await;
+    let message = &find(
+        &refused.status.as_ref().unwrap().conditions,
+        types::RELEASE_ACCEPTED,
+    )
+    .unwrap()
+    .message;
+    assert!(
+        message.contains(&digests["4.1.1"]) && message.contains("releases/release"),
+        "the refusal names the payload and the key it needs: {message}"
+    );
+    assert_eq!(
+        refused
+            .status
+            .as_ref()
+            .unwrap()
+            .desired
+            .as_ref()
+            .unwrap()
+            .version,
+        "4.1.0",
+        "the cluster stays at 4.1.0"
+    );
+
     // A patch release: only what changed is written, still in level order.
     let (levels_411, _) = level_of_objects("4.1.1");
     let start = audit_lines();
@@ -275,6 +333,14 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     assert!(
         order.len() < levels_411.len(),
         "unchanged objects are not written: {order:?}"
+    );
+    let entry = &at_411.status.as_ref().unwrap().history[0];
+    assert!(!entry.verified, "forced past a refusal: unverified");
+    assert!(
+        entry.accepted_risks.starts_with("force: payload")
+            && entry.accepted_risks.contains("refused"),
+        "{}",
+        entry.accepted_risks
     );
     let history: Vec<&str> = at_411
         .status
@@ -360,4 +426,60 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
         .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
         .await
         .expect("deleting the ClusterVersion");
+    trust.delete().await;
+}
+
+/// A TrustPolicy `releases` requiring the key `release` for Release images, its public key in
+/// a ConfigMap in the manager's namespace.
+struct TrustSetup {
+    admin: Client,
+    namespace: String,
+}
+
+impl TrustSetup {
+    async fn create(admin: &Client, namespace: &str, keys: &Keys) -> TrustSetup {
+        let pem = std::fs::read_to_string(keys.path("release.pub")).expect("the public key");
+        let config_map: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": "release-keys"},
+            "data": {"release.pub": pem},
+        }))
+        .unwrap();
+        Api::<ConfigMap>::namespaced(admin.clone(), namespace)
+            .patch(
+                "release-keys",
+                &PatchParams::apply("windlass-e2e").force(),
+                &Patch::Apply(&config_map),
+            )
+            .await
+            .expect("the key ConfigMap");
+        let policy = json!({
+            "apiVersion": "windlass.dev/v1alpha1", "kind": "TrustPolicy",
+            "metadata": {"name": "releases"},
+            "spec": {
+                "keys": [{"name": "release", "configMap": {"name": "release-keys", "key": "release.pub"}}],
+                "rules": [{"name": "platform", "classes": ["Release"], "keys": ["release"]}],
+            },
+        });
+        Api::<windlass_api::TrustPolicy>::all(admin.clone())
+            .patch(
+                "releases",
+                &PatchParams::apply("windlass-e2e").force(),
+                &Patch::Apply(&policy),
+            )
+            .await
+            .expect("the TrustPolicy");
+        TrustSetup {
+            admin: admin.clone(),
+            namespace: namespace.to_string(),
+        }
+    }
+
+    async fn delete(self) {
+        let _ = Api::<windlass_api::TrustPolicy>::all(self.admin.clone())
+            .delete("releases", &DeleteParams::default())
+            .await;
+        let _ = Api::<ConfigMap>::namespaced(self.admin, &self.namespace)
+            .delete("release-keys", &DeleteParams::default())
+            .await;
+    }
 }

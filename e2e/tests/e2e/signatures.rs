@@ -36,7 +36,7 @@ fn windlass() -> Command {
 }
 
 /// The pinned cosign: on PATH under `make e2e`, else on the cluster's tools path.
-fn cosign() -> Command {
+pub(crate) fn cosign() -> Command {
     let tools = windlass_testkit::cluster_env()
         .ok()
         .and_then(|env| env.get("WINDLASS_TOOLS_PATH").cloned())
@@ -64,13 +64,13 @@ fn options() -> RegistryOptions {
     }
 }
 
-struct Keys {
+pub(crate) struct Keys {
     dir: tempfile::TempDir,
 }
 
 impl Keys {
     /// Key pairs `NAME.key`/`NAME.pub` made by `cosign generate-key-pair`.
-    fn generate(names: &[&str]) -> Keys {
+    pub(crate) fn generate(names: &[&str]) -> Keys {
         let dir = tempfile::tempdir().unwrap();
         for name in names {
             run_ok(cosign().current_dir(dir.path()).args([
@@ -82,7 +82,7 @@ impl Keys {
         Keys { dir }
     }
 
-    fn path(&self, file: &str) -> String {
+    pub(crate) fn path(&self, file: &str) -> String {
         self.dir.path().join(file).display().to_string()
     }
 }
@@ -98,7 +98,7 @@ async fn push_image(reference: &str, content: &str) -> String {
         .digest
 }
 
-fn cosign_sign(keys: &Keys, key: &str, image: &str, bundle: bool) {
+pub(crate) fn cosign_sign(keys: &Keys, key: &str, image: &str, bundle: bool) {
     run_ok(cosign().args([
         "sign",
         "--key",

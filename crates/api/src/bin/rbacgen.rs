@@ -36,14 +36,18 @@ fn rule(
 }
 
 /// The plural of every windlass kind, with `suffix` (`""`, `"/status"`, `"/finalizers"`).
-/// InstallPolicies are left out: cluster admins write them and the manager only reads them.
+/// InstallPolicies and TrustPolicies are left out: cluster admins write them and the manager
+/// only reads them.
 fn windlass_resources(suffix: &str) -> Vec<String> {
     windlass_api::crds()
         .iter()
-        .filter(|crd| crd.spec.names.kind != "InstallPolicy")
+        .filter(|crd| !ADMIN_WRITTEN.contains(&crd.spec.names.kind.as_str()))
         .map(|crd| format!("{}{suffix}", crd.spec.names.plural))
         .collect()
 }
+
+/// The kinds only cluster admins write; the manager reads them.
+const ADMIN_WRITTEN: [&str; 2] = ["InstallPolicy", "TrustPolicy"];
 
 /// What the manager may do anywhere in the cluster (the ClusterRole).
 fn cluster_rules() -> Vec<Rule> {
@@ -60,10 +64,11 @@ fn cluster_rules() -> Vec<Rule> {
         },
         Rule {
             why: &[
-                "InstallPolicies say what each namespace may install; cluster admins write them. Read only.",
+                "InstallPolicies say what each namespace may install, TrustPolicies which keys must have",
+                "signed what; cluster admins write them. Read only.",
             ],
             api_groups: group.clone(),
-            resources: vec!["installpolicies".to_string()],
+            resources: vec!["installpolicies".to_string(), "trustpolicies".to_string()],
             verbs: READ,
         },
         Rule {
@@ -568,10 +573,10 @@ mod tests {
         let rules = cluster_rules();
         for crd in windlass_api::crds() {
             let plural = crd.spec.names.plural;
-            if crd.spec.names.kind == "InstallPolicy" {
+            if ADMIN_WRITTEN.contains(&crd.spec.names.kind.as_str()) {
                 let read_only = rules
                     .iter()
-                    .any(|r| r.resources == [plural.clone()] && r.verbs == READ);
+                    .any(|r| r.resources.contains(&plural) && r.verbs == READ);
                 assert!(read_only, "{plural} is granted read only");
                 assert!(
                     !rules

@@ -55,7 +55,7 @@ pub struct ManagerArgs {
 }
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 7] = [
+const CRDS: [&str; 8] = [
     "catalogs.windlass.dev",
     "subscriptions.windlass.dev",
     "blueprints.windlass.dev",
@@ -63,6 +63,7 @@ const CRDS: [&str; 7] = [
     "installpolicies.windlass.dev",
     "installscopes.windlass.dev",
     "clusterversions.windlass.dev",
+    "trustpolicies.windlass.dev",
 ];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
