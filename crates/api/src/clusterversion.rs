@@ -65,6 +65,18 @@ pub struct ClusterVersionSpec {
     /// Pull payloads over plain HTTP (a registry on loopback, for tests and demos).
     #[serde(default, rename = "plainHTTP")]
     pub plain_http: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<ReleaseRollback>,
+}
+
+/// Going back when an update fails.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseRollback {
+    /// Go back to the release before a failing update by itself, unless the update has started
+    /// a level its payload marks irreversible.
+    #[serde(default)]
+    pub automatic: bool,
 }
 
 /// The release an update moves to.
@@ -96,6 +108,10 @@ pub struct ClusterVersionStatus {
     /// What the update is applying or waiting for now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<UpdateProgress>,
+    /// A release that failed and was rolled back automatically; it is not tried again until
+    /// the ClusterVersion's spec changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<HeldBackRelease>,
     /// Newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<UpdateHistory>,
@@ -124,6 +140,18 @@ pub struct Release {
     /// The digest of the manifests the plan applies.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub manifest_digest: String,
+}
+
+/// A release rolled back from, and the spec generation it was asked for in.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldBackRelease {
+    pub image: String,
+    pub version: String,
+    pub generation: i64,
+    pub reason: String,
+    /// The release gone back to.
+    pub rollback_to: String,
 }
 
 /// The state of one run level in the current update.
@@ -191,7 +219,10 @@ pub struct UpdateHistory {
     pub started_time: Time,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_time: Option<Time>,
-    /// What was overridden to start it (`force`).
+    /// What was overridden to start it (`force`), or why it was a rollback.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub accepted_risks: String,
+    /// The irreversible run levels this update started: going back past it is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crossed_irreversible: Vec<String>,
 }

@@ -39,6 +39,8 @@ pub mod labels {
     /// The manager's aggregated ClusterRole selects them, so it can read exactly the custom
     /// resources of the CRDs it manages and no others.
     pub const AGGREGATE_TO_MANAGER: &str = "windlass.dev/aggregate-to-manager";
+    /// On the Secrets holding release payloads applied to the cluster (for rollback).
+    pub const RELEASE_PAYLOAD: &str = "windlass.dev/release-payload";
 }
 
 /// The ClusterRole through which the manager reads the custom resources of CRD `crd` (labelled
@@ -72,6 +74,8 @@ pub mod annotations {
     /// On a CRD, written by a cluster admin: the package that may take it over from whoever
     /// manages it now (Helm, a person, another package).
     pub const CRD_ADOPT: &str = "windlass.dev/adopt";
+    /// On a stored release payload: the payload image, by digest.
+    pub const RELEASE_IMAGE: &str = "windlass.dev/release-image";
     /// On a webhook serving-certificate Secret: when the certificate expires (RFC 3339).
     pub const CERTIFICATE_NOT_AFTER: &str = "windlass.dev/certificate-not-after";
     /// On the same Secret after a rotation: when the certificate it replaced expires. Until
@@ -179,6 +183,9 @@ pub mod reasons {
         pub const UNVERIFIED: &str = "Unverified";
         pub const VERIFICATION_FAILED: &str = "VerificationFailed";
         pub const VERIFICATION_ERROR: &str = "VerificationError";
+        pub const ROLLBACK_REFUSED: &str = "RollbackRefused";
+        pub const ROLLING_BACK: &str = "RollingBack";
+        pub const PAYLOAD_NOT_STORED: &str = "PayloadNotStored";
         pub const PAYLOAD_LOADED: &str = "PayloadLoaded";
         pub const APPLYING: &str = "Applying";
         pub const WAITING: &str = "Waiting";
@@ -284,4 +291,19 @@ pub mod revision_secret {
     pub const TYPE: &str = "windlass.dev/revision.v1";
     /// The key of the revision content (gzip of JSON) in the Secret.
     pub const DATA_KEY: &str = "revision.json.gz";
+}
+
+/// How an applied release payload is kept in the cluster for rollbacks (a Secret in the
+/// manager's namespace, sealed like revisions).
+pub mod release_secret {
+    /// The Secret type of a stored payload.
+    pub const TYPE: &str = "windlass.dev/release-payload.v1";
+    /// The key of the payload's files (gzip of JSON) in the Secret.
+    pub const DATA_KEY: &str = "payload.json.gz";
+
+    /// The Secret's name for the payload with manifest digest `digest` (`sha256:<hex>`).
+    pub fn name(digest: &str) -> String {
+        let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+        format!("windlass-release-{}", &hex[..hex.len().min(20)])
+    }
 }

@@ -19,21 +19,34 @@
 //!   ([`verify`]); a payload no rule covers, or one the rules refuse, starts only with `force`,
 //!   recorded in history as unverified with what was overridden.
 //!
-//! Not yet: update graphs, preconditions and rollback.
+//! - Each applied payload's files are kept in a sealed Secret of the manager's namespace, so
+//!   going back never pulls. Asking for an older release (by digest) is a rollback: allowed
+//!   within the same major.minor, across it only with `force`, never past an update that
+//!   started an irreversible level. With `spec.rollback.automatic`, a failing update goes back
+//!   to the release before it by itself (unless it started an irreversible level), and the
+//!   failed release is held back until the spec changes.
+//!
+//! Not yet: update graphs and preconditions.
 
+mod payloads;
+pub mod rollback;
+mod store;
 mod update;
 pub mod verify;
 
 use std::{collections::HashMap, future::Future, sync::Arc, sync::Mutex, time::Duration};
 
+use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api, Client, ResourceExt,
     runtime::{Controller, controller::Action, watcher},
 };
 use windlass_api::{ClusterVersion, names::controllers};
+use windlass_bundle::FileTree;
 use windlass_kit::{Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, runner};
 use windlass_oci::{RegistryClient, RegistryOptions};
 use windlass_release::{Payload, Plan};
+use windlass_revisions::SealKey;
 use windlass_trust::{Limits, Verifier};
 
 pub use update::reconcile;
@@ -71,6 +84,10 @@ pub struct Loaded {
     pub image: String,
     pub payload: Payload,
     pub plan: Plan,
+    /// The payload's files, as stored for rollbacks.
+    pub files: FileTree,
+    /// Read from the copy stored in the cluster rather than pulled.
+    pub from_store: bool,
 }
 
 pub struct Context {
@@ -79,13 +96,20 @@ pub struct Context {
     pub applier: Applier,
     /// Payloads already pulled, by the image reference asked for (tags are pinned once).
     pub payloads: Mutex<HashMap<String, Arc<Loaded>>>,
-    /// The manager's namespace, where TrustPolicies' key material is.
+    /// The manager's namespace, where TrustPolicies' key material and stored payloads are.
     pub namespace: String,
+    /// Seals stored payloads.
+    pub seal_key: SealKey,
     /// Signature verifiers (with their verdict caches), by whether they speak plain HTTP.
     verifiers: Mutex<HashMap<bool, Arc<Verifier<RegistryClient>>>>,
 }
 
 impl Context {
+    /// The Secrets of the manager's namespace (stored payloads).
+    pub fn secrets(&self) -> Api<Secret> {
+        Api::namespaced(self.shell.client.clone(), &self.namespace)
+    }
+
     /// The verifier for registries reached over plain HTTP or not.
     pub fn verifier(&self, plain_http: bool) -> Arc<Verifier<RegistryClient>> {
         self.verifiers
@@ -120,6 +144,7 @@ pub async fn run(
     client: Client,
     identities: Identities,
     options: Options,
+    seal_key: SealKey,
     metrics: Arc<dyn Metrics>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<(), Error> {
@@ -144,6 +169,7 @@ pub async fn run(
         applier: Applier::new(release_client),
         payloads: Mutex::default(),
         namespace: options.release_account_namespace.clone(),
+        seal_key,
         verifiers: Mutex::default(),
     });
     let versions = Api::<ClusterVersion>::all(client);

@@ -8,21 +8,22 @@ use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
 use windlass_api::{
     ClusterVersion, ClusterVersionStatus, Condition, ConditionStatus,
     clusterversion::{
-        LevelState, LevelStatus, Release, UpdateHistory, UpdateProgress, UpdateState,
+        HeldBackRelease, LevelState, LevelStatus, Release, UpdateHistory, UpdateProgress,
+        UpdateState,
     },
     names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
     set_condition,
 };
 use windlass_kit::{Notice, status};
-use windlass_oci::RegistryOptions;
 use windlass_release::{
-    Action as ManifestAction, InclusionOptions, LoadOptions, Payload, PlannedManifest, RunLevel,
+    Action as ManifestAction, PlannedManifest, RunLevel,
     health::{Health, health},
+    policy::{RollbackKind, RollbackRefusal, check_rollback},
     progress::level_key,
 };
 
 use crate::{
-    Context, Error, Loaded, RESYNC, WAIT,
+    Context, Error, RESYNC, WAIT, payloads, rollback, store,
     verify::{self, Acceptance, acceptance},
 };
 
@@ -70,14 +71,25 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         write(&ctx, &version, &before, &status).await?;
         return Ok(Action::await_change());
     };
+    // An automatic rollback holds the failed release back until the spec changes.
+    let held_back = status
+        .held_back
+        .clone()
+        .filter(|h| Some(h.generation) == generation);
+    if held_back.is_none() {
+        status.held_back = None;
+    }
     // A tag is pinned once: the update keeps applying the digest it first resolved to.
-    let pinned = status
-        .desired
-        .as_ref()
-        .filter(|d| d.requested == image)
-        .map(|d| d.image.clone())
-        .unwrap_or_else(|| image.clone());
-    let loaded = match load(&ctx, &pinned, version.spec.plain_http).await {
+    let pinned = match &held_back {
+        Some(held) => held.rollback_to.clone(),
+        None => status
+            .desired
+            .as_ref()
+            .filter(|d| d.requested == image)
+            .map(|d| d.image.clone())
+            .unwrap_or_else(|| image.clone()),
+    };
+    let loaded = match payloads::load(&ctx, &pinned, version.spec.plain_http).await {
         Ok(loaded) => loaded,
         Err((reason, message)) => {
             set(
@@ -95,6 +107,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     };
     let payload_version = loaded.payload.version().to_string();
     if let Some(wanted) = desired.version.as_deref().filter(|v| !v.is_empty())
+        && held_back.is_none()
         && wanted != payload_version
     {
         let message = format!(
@@ -114,8 +127,52 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     }
     let new_update =
         status.desired.as_ref().map(|d| d.image.as_str()) != Some(loaded.image.as_str());
-    // Signatures are checked once, before an update starts; what was decided is recorded.
-    let (verified, verified_by, overridden) = if new_update {
+    let rollback_kind = if held_back.is_some() {
+        Some(RollbackKind::Automatic)
+    } else if rollback::is_downgrade(&status.history, loaded.payload.version()) {
+        Some(RollbackKind::Manual)
+    } else {
+        None
+    };
+    // Signatures are checked once, before an update starts; what was decided is recorded. A
+    // rollback goes back to content this cluster applied and stored, accepted then.
+    let (verified, verified_by, overridden) = if new_update && let Some(kind) = rollback_kind {
+        let history = rollback::release_history(&status.history);
+        match check_rollback(&history, loaded.payload.version(), kind, desired.force) {
+            Ok(plan) => {
+                let why = match (&held_back, plan.forced.is_empty()) {
+                    (Some(held), _) => format!("automatic rollback: {}", held.reason),
+                    (None, true) => format!(
+                        "rollback from {}",
+                        status
+                            .history
+                            .first()
+                            .map(|h| h.version.as_str())
+                            .unwrap_or("")
+                    ),
+                    (None, false) => plan.forced.clone(),
+                };
+                (plan.target.verified, Vec::new(), why)
+            }
+            Err(refusal) => {
+                let hint = if matches!(refusal, RollbackRefusal::CrossesMinor { .. }) {
+                    "; set spec.desiredUpdate.force: true to go back anyway (recorded in history)"
+                } else {
+                    ""
+                };
+                set(
+                    &mut conditions,
+                    types::RELEASE_ACCEPTED,
+                    false,
+                    reasons::ROLLBACK_REFUSED,
+                    format!("rollback to {payload_version} refused: {refusal}{hint}"),
+                );
+                status.conditions = conditions;
+                write(&ctx, &version, &before, &status).await?;
+                return Ok(Action::await_change());
+            }
+        }
+    } else if new_update {
         let digest = loaded
             .image
             .rsplit_once('@')
@@ -194,6 +251,28 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         .map(|l| (level_key(true, l), l))
         .chain(loaded.plan.levels.iter().map(|l| (level_key(false, l), l)))
         .collect();
+    if new_update && !loaded.from_store {
+        let kept = store::keep(
+            &ctx.secrets(),
+            &ctx.seal_key,
+            &loaded.image,
+            &payload_version,
+            &loaded.files,
+        )
+        .await;
+        if let Err(why) = kept {
+            ctx.shell
+                .events
+                .publish(
+                    &version.object_ref(&()),
+                    &Notice::warning(
+                        reasons::PAYLOAD_NOT_STORED,
+                        format!("payload {} is not kept for rollbacks: {why}", loaded.image),
+                    ),
+                )
+                .await;
+        }
+    }
     if new_update {
         status.desired = Some(Release {
             version: payload_version.clone(),
@@ -225,6 +304,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 started_time: Time(now),
                 completion_time: None,
                 accepted_risks: overridden.clone(),
+                crossed_irreversible: Vec::new(),
             },
         );
         status.history.truncate(MAX_HISTORY);
@@ -243,6 +323,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         .history
         .first()
         .is_some_and(|h| h.image == loaded.image && h.state == UpdateState::Completed);
+    let automatic_rollback = version.spec.rollback.as_ref().is_some_and(|r| r.automatic);
     let deadline = version
         .spec
         .level_deadline_seconds
@@ -257,6 +338,18 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             record.started_time = Some(Time(now));
         }
         let started = record.started_time.as_ref().map(|t| t.0).unwrap_or(now);
+        // Recorded before anything of the level is applied: from here on, no way back.
+        if level.irreversible
+            && !completed
+            && let Some(entry) = status.history.first_mut()
+            && !entry.crossed_irreversible.contains(name)
+        {
+            entry.crossed_irreversible.push(name.clone());
+            let mut shown = status.clone();
+            shown.conditions = conditions.clone();
+            write(&ctx, &version, &before, &shown).await?;
+        }
+        let record = &mut status.levels[index];
         let waited = (now.as_second() - started.as_second()).max(0);
         match apply_level(&ctx, level, &payload_version).await {
             Ok(None) => {
@@ -335,6 +428,45 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                         format!("updating to {payload_version}"),
                     );
                 }
+                if failing && !completed && held_back.is_none() && automatic_rollback {
+                    let failure = format!(
+                        "{payload_version} failed at level {name}: {} {}",
+                        waiting.object, waiting.message
+                    );
+                    match roll_back_automatically(&status, &failure) {
+                        Ok(to) => {
+                            ctx.shell
+                                .events
+                                .publish(
+                                    &version.object_ref(&()),
+                                    &Notice::warning(
+                                        reasons::ROLLING_BACK,
+                                        format!("{failure}; going back to {}", to.version),
+                                    ),
+                                )
+                                .await;
+                            status.held_back = Some(HeldBackRelease {
+                                image: loaded.image.clone(),
+                                version: payload_version.clone(),
+                                generation: generation.unwrap_or_default(),
+                                reason: failure,
+                                rollback_to: to.image,
+                            });
+                        }
+                        Err(refusal) => {
+                            set(
+                                &mut conditions,
+                                types::FAILING,
+                                true,
+                                reasons::LEVEL_FAILING,
+                                format!(
+                                    "level {name} is not healthy after {waited} s (deadline {deadline} s): {} {}; automatic rollback refused: {refusal}",
+                                    waiting.object, waiting.message
+                                ),
+                            );
+                        }
+                    }
+                }
                 status.conditions = conditions;
                 write(&ctx, &version, &before, &status).await?;
                 return Ok(Action::requeue(WAIT));
@@ -406,6 +538,24 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     status.conditions = conditions;
     write(&ctx, &version, &before, &status).await?;
     Ok(Action::requeue(RESYNC))
+}
+
+/// The release an automatic rollback of the failing update goes to, or why it may not.
+fn roll_back_automatically(
+    status: &ClusterVersionStatus,
+    failure: &str,
+) -> Result<UpdateHistory, String> {
+    let previous = rollback::previous_completed(&status.history)
+        .ok_or_else(|| format!("{failure}, and no earlier release completed on this cluster"))?;
+    let target = semver::Version::parse(&previous.version).map_err(|e| e.to_string())?;
+    check_rollback(
+        &rollback::release_history(&status.history),
+        &target,
+        RollbackKind::Automatic,
+        false,
+    )
+    .map(|_| previous.clone())
+    .map_err(|refusal| refusal.to_string())
 }
 
 fn components(level: &RunLevel) -> String {
@@ -500,61 +650,6 @@ async fn apply_manifest(ctx: &Context, manifest: &PlannedManifest) -> Result<(),
     }
 }
 
-/// The payload `reference` names, pulled once and kept by the reference it was asked for.
-async fn load(
-    ctx: &Context,
-    reference: &str,
-    plain_http: bool,
-) -> Result<Arc<Loaded>, (&'static str, String)> {
-    if let Some(loaded) = ctx
-        .payloads
-        .lock()
-        .expect("payload cache poisoned")
-        .get(reference)
-    {
-        return Ok(loaded.clone());
-    }
-    let options = RegistryOptions {
-        plain_http,
-        ..RegistryOptions::default()
-    };
-    let pulled = windlass_oci::pull(reference, &options).await.map_err(|e| {
-        (
-            reasons::RETRIEVE_PAYLOAD,
-            format!("pulling payload {reference}: {e}"),
-        )
-    })?;
-    let repository = reference
-        .split_once('@')
-        .map(|(repo, _)| repo.to_string())
-        .unwrap_or_else(|| repository_of_tag(reference));
-    let image = format!("{repository}@{}", pulled.digest);
-    let load = LoadOptions {
-        release_image: Some(image.clone()),
-        ..LoadOptions::default()
-    };
-    let payload = Payload::from_tree(&pulled.files, &image, &load)
-        .map_err(|e| (reasons::PAYLOAD_INVALID, e.to_string()))?;
-    let plan = payload.plan(&InclusionOptions::default());
-    let loaded = Arc::new(Loaded {
-        image: image.clone(),
-        payload,
-        plan,
-    });
-    let mut cache = ctx.payloads.lock().expect("payload cache poisoned");
-    cache.insert(reference.to_string(), loaded.clone());
-    cache.insert(image, loaded.clone());
-    Ok(loaded)
-}
-
-/// `host:port/repo:tag` without its tag (a port's colon is not a tag's).
-fn repository_of_tag(reference: &str) -> String {
-    match reference.rsplit_once(':') {
-        Some((repo, tag)) if !tag.contains('/') => repo.to_string(),
-        _ => reference.to_string(),
-    }
-}
-
 /// Writes `status` unless it is what the object already has.
 async fn write(
     ctx: &Context,
@@ -570,21 +665,4 @@ async fn write(
         .await
         .map(|_| ())
         .map_err(|source| Error::Status { source })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_tag_is_cut_from_the_repository_but_a_port_is_not() {
-        assert_eq!(
-            repository_of_tag("127.0.0.1:5000/release:4.1.1"),
-            "127.0.0.1:5000/release"
-        );
-        assert_eq!(
-            repository_of_tag("127.0.0.1:5000/release"),
-            "127.0.0.1:5000/release"
-        );
-    }
 }

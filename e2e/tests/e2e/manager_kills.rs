@@ -61,7 +61,7 @@ fn stage_of(blueprint: &Blueprint) -> &'static str {
     }
 }
 
-fn restart_manager() {
+pub(crate) fn restart_manager() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/manager-restart.sh");
     let status = Command::new(script)
         .arg(manager_bin())

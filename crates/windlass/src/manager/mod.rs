@@ -243,6 +243,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                         client.clone(),
                         identities.clone(),
                         options,
+                        seal_key.clone(),
                         registry.controller("clusterversion"),
                         until_shutdown(shutdown_rx.clone()),
                     )
