@@ -28,6 +28,7 @@
 //!
 //! Not yet: update graphs and preconditions.
 
+mod levels;
 mod payloads;
 pub mod rollback;
 mod store;

@@ -2,8 +2,14 @@
 //! automatic rollback returns to.
 
 use semver::Version;
-use windlass_api::clusterversion::{UpdateHistory, UpdateState};
-use windlass_release::history::{self, HistoryEntry};
+use windlass_api::{
+    ClusterVersionStatus,
+    clusterversion::{UpdateHistory, UpdateState},
+};
+use windlass_release::{
+    history::{self, HistoryEntry},
+    policy::{RollbackKind, check_rollback},
+};
 
 /// The ClusterVersion's history as `windlass_release::policy::check_rollback` reads it.
 pub fn release_history(entries: &[UpdateHistory]) -> Vec<HistoryEntry> {
@@ -42,10 +48,28 @@ pub fn previous_completed(entries: &[UpdateHistory]) -> Option<&UpdateHistory> {
         .find(|e| e.state == UpdateState::Completed)
 }
 
+/// The release an automatic rollback of the failing update goes to, or why it may not.
+pub fn automatic_target(
+    status: &ClusterVersionStatus,
+    failure: &str,
+) -> Result<UpdateHistory, String> {
+    let previous = previous_completed(&status.history)
+        .ok_or_else(|| format!("{failure}, and no earlier release completed on this cluster"))?;
+    let target = semver::Version::parse(&previous.version).map_err(|e| e.to_string())?;
+    check_rollback(
+        &release_history(&status.history),
+        &target,
+        RollbackKind::Automatic,
+        false,
+    )
+    .map(|_| previous.clone())
+    .map_err(|refusal| refusal.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
-    use windlass_release::policy::{RollbackKind, RollbackRefusal, check_rollback};
+    use windlass_release::policy::RollbackRefusal;
 
     use super::*;
 

@@ -16,14 +16,13 @@ use windlass_api::{
 };
 use windlass_kit::{Notice, status};
 use windlass_release::{
-    Action as ManifestAction, PlannedManifest, RunLevel,
-    health::{Health, health},
+    RunLevel,
     policy::{RollbackKind, RollbackRefusal, check_rollback},
     progress::level_key,
 };
 
 use crate::{
-    Context, Error, RESYNC, WAIT, payloads, rollback, store,
+    Context, Error, RESYNC, WAIT, levels, payloads, rollback, store,
     verify::{self, Acceptance, acceptance},
 };
 
@@ -288,7 +287,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 name: name.clone(),
                 state: LevelState::Pending,
                 manifests: level.manifests().count() as i64,
-                components: components(level),
+                components: levels::components(level),
                 started_time: None,
                 completion_time: None,
                 message: String::new(),
@@ -351,7 +350,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         }
         let record = &mut status.levels[index];
         let waited = (now.as_second() - started.as_second()).max(0);
-        match apply_level(&ctx, level, &payload_version).await {
+        match levels::apply_level(&ctx, level, &payload_version).await {
             Ok(None) => {
                 if record.state != LevelState::Done {
                     record.state = LevelState::Done;
@@ -433,7 +432,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                         "{payload_version} failed at level {name}: {} {}",
                         waiting.object, waiting.message
                     );
-                    match roll_back_automatically(&status, &failure) {
+                    match rollback::automatic_target(&status, &failure) {
                         Ok(to) => {
                             ctx.shell
                                 .events
@@ -538,116 +537,6 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     status.conditions = conditions;
     write(&ctx, &version, &before, &status).await?;
     Ok(Action::requeue(RESYNC))
-}
-
-/// The release an automatic rollback of the failing update goes to, or why it may not.
-fn roll_back_automatically(
-    status: &ClusterVersionStatus,
-    failure: &str,
-) -> Result<UpdateHistory, String> {
-    let previous = rollback::previous_completed(&status.history)
-        .ok_or_else(|| format!("{failure}, and no earlier release completed on this cluster"))?;
-    let target = semver::Version::parse(&previous.version).map_err(|e| e.to_string())?;
-    check_rollback(
-        &rollback::release_history(&status.history),
-        &target,
-        RollbackKind::Automatic,
-        false,
-    )
-    .map(|_| previous.clone())
-    .map_err(|refusal| refusal.to_string())
-}
-
-fn components(level: &RunLevel) -> String {
-    let mut names: Vec<&str> = level
-        .components()
-        .filter_map(|c| c.component.as_deref())
-        .collect();
-    names.dedup();
-    names.join(",")
-}
-
-/// What a level waits for.
-struct Waiting {
-    object: String,
-    component: String,
-    message: String,
-    failed: bool,
-}
-
-fn describe(manifest: &PlannedManifest) -> String {
-    let object = &manifest.object;
-    match &object.namespace {
-        Some(ns) => format!("{} {ns}/{}", object.kind, object.name),
-        None => format!("{} {}", object.kind, object.name),
-    }
-}
-
-/// Applies `level` step by step; `Ok(None)` once every object is healthy, the first object
-/// that is not otherwise, `Err` when the API server refuses a manifest.
-async fn apply_level(
-    ctx: &Context,
-    level: &RunLevel,
-    payload_version: &str,
-) -> Result<Option<Waiting>, String> {
-    for step in &level.steps {
-        for component in &step.components {
-            for manifest in &component.manifests {
-                apply_manifest(ctx, manifest).await?;
-            }
-        }
-        // A step is a barrier (a Job, or the end of the level): all of it is healthy first.
-        for component in &step.components {
-            for manifest in &component.manifests {
-                let key = windlass_kit::ObjectKey::of(&manifest.body);
-                let live = ctx
-                    .applier
-                    .get(&key)
-                    .await
-                    .map_err(|e| format!("{}: {e}", describe(manifest)))?;
-                let verdict = health(
-                    &manifest.object.kind,
-                    manifest.action,
-                    live.as_ref(),
-                    payload_version,
-                );
-                let (message, failed) = match verdict {
-                    Health::Ready => continue,
-                    Health::Waiting(reason) => (reason.to_string(), false),
-                    Health::Failed(message) => (message, true),
-                };
-                return Ok(Some(Waiting {
-                    object: describe(manifest),
-                    component: component.component.clone().unwrap_or_default(),
-                    message,
-                    failed,
-                }));
-            }
-        }
-    }
-    Ok(None)
-}
-
-async fn apply_manifest(ctx: &Context, manifest: &PlannedManifest) -> Result<(), String> {
-    let key = windlass_kit::ObjectKey::of(&manifest.body);
-    let failed = |e: windlass_kit::ApplyError| {
-        format!("{} (file {}): {e}", describe(manifest), manifest.file)
-    };
-    match manifest.action {
-        ManifestAction::Apply => ctx
-            .applier
-            .apply(&manifest.body)
-            .await
-            .map(|_| ())
-            .map_err(failed),
-        ManifestAction::CreateOnly => {
-            if ctx.applier.get(&key).await.map_err(failed)?.is_none() {
-                ctx.applier.apply(&manifest.body).await.map_err(failed)?;
-            }
-            Ok(())
-        }
-        ManifestAction::Delete => ctx.applier.delete(&key).await.map(|_| ()).map_err(failed),
-    }
 }
 
 /// Writes `status` unless it is what the object already has.

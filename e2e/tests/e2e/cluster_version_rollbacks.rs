@@ -1,0 +1,241 @@
+//! Going back between the sample releases of `e2e/releases`: a rollback within the minor is
+//! applied from the payload stored in the cluster (no registry request, even after a manager
+//! restart), one past an irreversible level is refused, and automatic rollback undoes a failing
+//! update only before such a level.
+
+use std::collections::HashMap;
+
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams},
+};
+use serde_json::json;
+use windlass_api::{
+    ClusterVersion,
+    clusterversion::{CLUSTER_VERSION_NAME, UpdateState},
+    condition::find,
+    names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
+};
+use windlass_testkit::{lifecycle::wait_object, require_manager, wait_until};
+
+use crate::cluster_versions::{
+    ONE_AT_A_TIME, TIMEOUT, completed_at, condition_is, release_account, upgrade,
+};
+use crate::release_payloads::{release_new, releases};
+
+/// Registry requests for `repository` (`host:port/path`) so far, from the registry's log.
+fn registry_requests(repository: &str) -> usize {
+    let path = repository
+        .split_once('/')
+        .map(|(_, p)| p)
+        .unwrap_or(repository);
+    let log = windlass_testkit::state_dir().join("logs/registry.log");
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains(&format!("/v2/{path}/")))
+        .count()
+}
+
+fn history_of(version: &ClusterVersion) -> Vec<(String, UpdateState)> {
+    version
+        .status
+        .as_ref()
+        .map(|s| {
+            s.history
+                .iter()
+                .map(|h| (h.version.clone(), h.state))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Given 4.1.0 and then 4.1.1 applied, when the ClusterVersion asks for 4.1.0 again (by
+/// digest, after a manager restart), then the cluster goes back from the payload stored in the
+/// cluster without a registry request; after 4.2.0 (which starts the irreversible level 40) a
+/// rollback to 4.1.0 is refused even forced; with automatic rollback on, the broken 4.2.1
+/// (failing at level 30, before level 40) goes back to 4.2.0 by itself and is held back, while
+/// the broken 4.2.2 (failing at level 50, after it started level 40) stays, saying why.
+#[tokio::test]
+async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
+    require_manager();
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let admin = windlass_testkit::client().await;
+    release_account(&admin).await;
+    let repository = windlass_testkit::registry().unique_repository("rollback");
+    let mut tags = HashMap::new();
+    let mut digests = HashMap::new();
+    for (dir, version) in [
+        ("4.1.0", "4.1.0"),
+        ("4.1.1", "4.1.1"),
+        ("4.2.0", "4.2.0"),
+        ("4.2.1-broken", "4.2.1"),
+        ("4.2.2-broken-late", "4.2.2"),
+    ] {
+        let reference = format!("{repository}:{version}");
+        let digest = release_new(&releases().join(dir), version, &reference);
+        tags.insert(version, reference);
+        digests.insert(version, format!("{repository}@{digest}"));
+    }
+    let versions = Api::<ClusterVersion>::all(admin.clone());
+    let _ = versions
+        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
+        .await;
+    wait_until("the old ClusterVersion to go", TIMEOUT, || async {
+        matches!(versions.get_opt(CLUSTER_VERSION_NAME).await, Ok(None))
+    })
+    .await;
+    versions
+        .patch(
+            CLUSTER_VERSION_NAME,
+            &PatchParams::apply("windlass-e2e").force(),
+            &Patch::Apply(
+                json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
+                "metadata": {"name": CLUSTER_VERSION_NAME},
+                "spec": {"levelDeadlineSeconds": 15, "rollback": {"automatic": true}}}),
+            ),
+        )
+        .await
+        .expect("automatic rollback on");
+    let reach = |release: &'static str| {
+        let versions = versions.clone();
+        async move {
+            wait_object(
+                &versions,
+                CLUSTER_VERSION_NAME,
+                &format!("{release} completed"),
+                TIMEOUT,
+                |v| completed_at(v, release),
+            )
+            .await
+        }
+    };
+    upgrade(&tags["4.1.0"], true);
+    reach("4.1.0").await;
+    upgrade(&tags["4.1.1"], true);
+    reach("4.1.1").await;
+
+    // Back within the minor, from the copy stored in the cluster: no registry request.
+    crate::manager_kills::restart_manager();
+    let requests = registry_requests(&repository);
+    assert!(
+        requests > 0,
+        "the registry's log shows the pushes and pulls so far"
+    );
+    upgrade(&digests["4.1.0"], false);
+    let back = reach("4.1.0").await;
+    assert_eq!(
+        registry_requests(&repository),
+        requests,
+        "the rollback pulled nothing"
+    );
+    let entry = &back.status.as_ref().unwrap().history[0];
+    assert_eq!(entry.accepted_risks, "rollback from 4.1.1");
+    assert_eq!(
+        history_of(&back),
+        [
+            ("4.1.0".to_string(), UpdateState::Completed),
+            ("4.1.1".to_string(), UpdateState::Completed),
+            ("4.1.0".to_string(), UpdateState::Completed),
+        ]
+    );
+
+    // 4.2.0 starts the irreversible level 40: going back past it is refused, forced or not.
+    upgrade(&tags["4.2.0"], true);
+    let at_420 = reach("4.2.0").await;
+    assert_eq!(
+        at_420.status.as_ref().unwrap().history[0].crossed_irreversible,
+        ["40"]
+    );
+    upgrade(&digests["4.1.0"], true);
+    let refused = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "rollback refused",
+        TIMEOUT,
+        |v| {
+            condition_is(
+                v,
+                types::RELEASE_ACCEPTED,
+                "False",
+                reasons::ROLLBACK_REFUSED,
+            )
+        },
+    )
+    .await;
+    let message = &find(
+        &refused.status.as_ref().unwrap().conditions,
+        types::RELEASE_ACCEPTED,
+    )
+    .unwrap()
+    .message;
+    assert!(
+        message.contains("irreversible") && message.contains("40"),
+        "{message}"
+    );
+    assert_eq!(
+        refused
+            .status
+            .as_ref()
+            .unwrap()
+            .desired
+            .as_ref()
+            .unwrap()
+            .version,
+        "4.2.0"
+    );
+
+    // Broken before the irreversible level: back to 4.2.0 by itself, 4.2.1 held back.
+    upgrade(&tags["4.2.1"], true);
+    let rolled_back = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "rolled back to 4.2.0",
+        TIMEOUT,
+        |v| completed_at(v, "4.2.0") && history_of(v).len() == 6,
+    )
+    .await;
+    let status = rolled_back.status.as_ref().unwrap();
+    assert!(
+        status.history[0]
+            .accepted_risks
+            .starts_with("automatic rollback: 4.2.1 failed at level 30"),
+        "{}",
+        status.history[0].accepted_risks
+    );
+    assert_eq!(status.history[1].version, "4.2.1");
+    assert_eq!(status.history[1].state, UpdateState::Partial);
+    assert_eq!(
+        status.held_back.as_ref().map(|h| h.version.as_str()),
+        Some("4.2.1")
+    );
+
+    // Broken after it: no way back, and the condition says so.
+    upgrade(&tags["4.2.2"], true);
+    let stuck = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "4.2.2 failing without rollback",
+        TIMEOUT,
+        |v| {
+            v.status
+                .as_ref()
+                .and_then(|s| find(&s.conditions, types::FAILING))
+                .is_some_and(|c| c.message.contains("automatic rollback refused"))
+        },
+    )
+    .await;
+    let status = stuck.status.as_ref().unwrap();
+    let failing = &find(&status.conditions, types::FAILING).unwrap().message;
+    assert!(
+        failing.contains("level 50") && failing.contains("irreversible"),
+        "{failing}"
+    );
+    assert_eq!(status.desired.as_ref().unwrap().version, "4.2.2");
+    assert!(status.held_back.is_none());
+
+    versions
+        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
+        .await
+        .expect("deleting the ClusterVersion");
+}
