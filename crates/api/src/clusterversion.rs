@@ -90,9 +90,14 @@ pub struct DesiredUpdate {
     /// The version the payload must say it is (checked against its release metadata).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Apply even what verification refused: recorded as `verified: false` in history.
+    /// Apply even what verification or preconditions refused: recorded in history (a
+    /// payload that did not verify as `verified: false`).
     #[serde(default)]
     pub force: bool,
+    /// Preconditions to let through by name (`ClusterOperatorUpgradeable-<name>`), recorded
+    /// in history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept_risks: Vec<String>,
 }
 
 /// Where the cluster stands.

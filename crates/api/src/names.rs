@@ -168,6 +168,8 @@ pub mod conditions {
         pub const FAILING: &str = "Failing";
         /// Whether the desired release was read, checked and accepted for applying.
         pub const RELEASE_ACCEPTED: &str = "ReleaseAccepted";
+        /// Whether a minor or major update may start (no component reports Upgradeable=False).
+        pub const UPGRADEABLE: &str = "Upgradeable";
     }
 }
 
@@ -184,6 +186,8 @@ pub mod reasons {
         pub const VERIFICATION_FAILED: &str = "VerificationFailed";
         pub const VERIFICATION_ERROR: &str = "VerificationError";
         pub const ROLLBACK_REFUSED: &str = "RollbackRefused";
+        pub const PRECONDITIONS_FAILED: &str = "PreconditionsFailed";
+        pub const NOT_UPGRADEABLE: &str = "ComponentsNotUpgradeable";
         pub const ROLLING_BACK: &str = "RollingBack";
         pub const PAYLOAD_NOT_STORED: &str = "PayloadNotStored";
         pub const PAYLOAD_LOADED: &str = "PayloadLoaded";

@@ -26,10 +26,15 @@
 //!   to the release before it by itself (unless it started an irreversible level), and the
 //!   failed release is held back until the spec changes.
 //!
-//! Not yet: update graphs and preconditions.
+//! - A forward minor or major update waits while a component reports `Upgradeable=False`
+//!   (OpenShift ClusterOperators), unless `acceptRisks` names it or `force` is set; either is
+//!   recorded in history. A patch update is never blocked by it.
+//!
+//! Not yet: update graphs (`upstream`, `channel`, available and conditional updates).
 
 mod levels;
 mod payloads;
+mod preconditions;
 pub mod rollback;
 mod store;
 mod update;

@@ -17,12 +17,12 @@ use windlass_api::{
 use windlass_kit::{Notice, status};
 use windlass_release::{
     RunLevel,
-    policy::{RollbackKind, RollbackRefusal, check_rollback},
+    policy::{Overrides, RollbackKind, RollbackRefusal, check_rollback, check_update},
     progress::level_key,
 };
 
 use crate::{
-    Context, Error, RESYNC, WAIT, levels, payloads, rollback, store,
+    Context, Error, RESYNC, WAIT, levels, payloads, preconditions, rollback, store,
     verify::{self, Acceptance, acceptance},
 };
 
@@ -135,7 +135,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     };
     // Signatures are checked once, before an update starts; what was decided is recorded. A
     // rollback goes back to content this cluster applied and stored, accepted then.
-    let (verified, verified_by, overridden) = if new_update && let Some(kind) = rollback_kind {
+    let (verified, verified_by, mut overridden) = if new_update && let Some(kind) = rollback_kind {
         let history = rollback::release_history(&status.history);
         match check_rollback(&history, loaded.payload.version(), kind, desired.force) {
             Ok(plan) => {
@@ -223,6 +223,85 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             .unwrap_or_default();
         (recorded.verified, recorded.verified_by.clone(), overridden)
     };
+    // Preconditions of a forward update: components that say they are not upgradeable block a
+    // minor or major update (not a patch) unless accepted by name or forced.
+    if new_update && rollback_kind.is_none() {
+        let blocking = match preconditions::not_upgradeable(&ctx).await {
+            Ok(blocking) => blocking,
+            Err(message) => {
+                set(
+                    &mut conditions,
+                    types::RELEASE_ACCEPTED,
+                    false,
+                    reasons::PRECONDITIONS_FAILED,
+                    message,
+                );
+                status.conditions = conditions;
+                write(&ctx, &version, &before, &status).await?;
+                return Ok(Action::requeue(Duration::from_secs(30)));
+            }
+        };
+        let listed: Vec<String> = blocking
+            .iter()
+            .map(|n| format!("{} ({}: {})", n.component, n.reason, n.message))
+            .collect();
+        if listed.is_empty() {
+            set(
+                &mut conditions,
+                types::UPGRADEABLE,
+                true,
+                reasons::AS_EXPECTED,
+                String::new(),
+            );
+        } else {
+            set(
+                &mut conditions,
+                types::UPGRADEABLE,
+                false,
+                reasons::NOT_UPGRADEABLE,
+                format!(
+                    "not upgradeable, which blocks minor and major updates: {}",
+                    listed.join("; ")
+                ),
+            );
+        }
+        let current = status
+            .history
+            .first()
+            .and_then(|h| semver::Version::parse(&h.version).ok());
+        if let Some(current) = current {
+            let overrides = Overrides {
+                force: desired.force,
+                accept_risks: desired.accept_risks.iter().cloned().collect(),
+            };
+            let report = check_update(&current, loaded.payload.version(), &blocking, &overrides);
+            if !report.allowed() {
+                let names: Vec<&str> = report.blocking().map(|r| r.name.as_str()).collect();
+                set(
+                    &mut conditions,
+                    types::RELEASE_ACCEPTED,
+                    false,
+                    reasons::PRECONDITIONS_FAILED,
+                    format!(
+                        "{}; to go anyway, list {} in spec.desiredUpdate.acceptRisks (or set force)",
+                        report.summary(),
+                        names.join(", ")
+                    ),
+                );
+                status.conditions = conditions;
+                write(&ctx, &version, &before, &status).await?;
+                return Ok(Action::requeue(Duration::from_secs(30)));
+            }
+            let accepted = report.accepted_risks();
+            if !accepted.is_empty() {
+                overridden = if overridden.is_empty() {
+                    accepted
+                } else {
+                    format!("{overridden}. {accepted}")
+                };
+            }
+        }
+    }
     let trust = if verified {
         format!("verified by {}", verified_by.join(", "))
     } else if !overridden.is_empty() {

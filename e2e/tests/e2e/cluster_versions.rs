@@ -12,13 +12,13 @@ use std::{collections::HashMap, time::Duration};
 
 use k8s_openapi::{
     api::{
-        core::v1::{ConfigMap, ServiceAccount},
+        core::v1::{ConfigMap, Namespace, ServiceAccount},
         rbac::v1::ClusterRoleBinding,
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
-    Api, Client,
+    Api, Client, ResourceExt,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
@@ -235,6 +235,8 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
         matches!(versions.get_opt(CLUSTER_VERSION_NAME).await, Ok(None))
     })
     .await;
+    remove_trust(&admin, &namespace).await;
+    reset_platform(&admin).await;
 
     // Unverified and not forced: refused, and nothing of it applied.
     let start = audit_lines();
@@ -256,7 +258,7 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     // The platform team's release key, trusted through a TrustPolicy; 4.1.0 signed with it
     // (cosign's bundle format), 4.1.1 with a key nobody trusts (the legacy format).
     let keys = Keys::generate(&["release", "stranger"]);
-    let trust = TrustSetup::create(&admin, &namespace, &keys).await;
+    let trust = TrustSetup::create(&admin, &namespace, &keys, "Refuse").await;
     cosign_sign(&keys, "release", &digests["4.1.0"], true);
     cosign_sign(&keys, "stranger", &digests["4.1.1"], false);
 
@@ -459,13 +461,20 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
 
 /// A TrustPolicy `releases` requiring the key `release` for Release images, its public key in
 /// a ConfigMap in the manager's namespace.
-struct TrustSetup {
+pub(crate) struct TrustSetup {
     admin: Client,
     namespace: String,
+    deleted: bool,
 }
 
 impl TrustSetup {
-    async fn create(admin: &Client, namespace: &str, keys: &Keys) -> TrustSetup {
+    /// `unsigned` is the rule's `unsigned` action (`Refuse` or `Report`).
+    pub(crate) async fn create(
+        admin: &Client,
+        namespace: &str,
+        keys: &Keys,
+        unsigned: &str,
+    ) -> TrustSetup {
         let pem = std::fs::read_to_string(keys.path("release.pub")).expect("the public key");
         let config_map: ConfigMap = serde_json::from_value(json!({
             "metadata": {"name": "release-keys"},
@@ -485,7 +494,7 @@ impl TrustSetup {
             "metadata": {"name": "releases"},
             "spec": {
                 "keys": [{"name": "release", "configMap": {"name": "release-keys", "key": "release.pub"}}],
-                "rules": [{"name": "platform", "classes": ["Release"], "keys": ["release"]}],
+                "rules": [{"name": "platform", "classes": ["Release"], "keys": ["release"], "unsigned": unsigned}],
             },
         });
         Api::<windlass_api::TrustPolicy>::all(admin.clone())
@@ -499,15 +508,67 @@ impl TrustSetup {
         TrustSetup {
             admin: admin.clone(),
             namespace: namespace.to_string(),
+            deleted: false,
         }
     }
 
-    async fn delete(self) {
-        let _ = Api::<windlass_api::TrustPolicy>::all(self.admin.clone())
-            .delete("releases", &DeleteParams::default())
-            .await;
-        let _ = Api::<ConfigMap>::namespaced(self.admin, &self.namespace)
-            .delete("release-keys", &DeleteParams::default())
-            .await;
+    pub(crate) async fn delete(mut self) {
+        remove_trust(&self.admin, &self.namespace).await;
+        self.deleted = true;
     }
+}
+
+/// Removes the test's TrustPolicy and key ConfigMap, if there are any.
+pub(crate) async fn remove_trust(admin: &Client, namespace: &str) {
+    let _ = Api::<windlass_api::TrustPolicy>::all(admin.clone())
+        .delete("releases", &DeleteParams::default())
+        .await;
+    let _ = Api::<ConfigMap>::namespaced(admin.clone(), namespace)
+        .delete("release-keys", &DeleteParams::default())
+        .await;
+}
+
+impl Drop for TrustSetup {
+    fn drop(&mut self) {
+        if self.deleted {
+            return;
+        }
+        let (admin, namespace) = (self.admin.clone(), self.namespace.clone());
+        // A test that failed: best effort (the next test of this area removes it too).
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { remove_trust(&admin, &namespace).await });
+        }
+    }
+}
+
+/// Removes what earlier tests' releases left (the `platform-*` namespaces and the sample
+/// releases' CRDs), so this test sees every level of a first install written.
+async fn reset_platform(admin: &Client) {
+    let namespaces = Api::<Namespace>::all(admin.clone());
+    let crds = Api::<CustomResourceDefinition>::all(admin.clone());
+    let platform = |name: &str| name.starts_with("platform-");
+    let group = |name: &str| name.ends_with(".platform.windlass.dev");
+    for ns in namespaces.list(&Default::default()).await.unwrap().items {
+        let name = ns.name_any();
+        if platform(&name) {
+            let _ = namespaces.delete(&name, &DeleteParams::default()).await;
+        }
+    }
+    for crd in crds.list(&Default::default()).await.unwrap().items {
+        let name = crd.name_any();
+        if group(&name) {
+            let _ = crds.delete(&name, &DeleteParams::default()).await;
+        }
+    }
+    wait_until(
+        "the platform namespaces and CRDs to go",
+        TIMEOUT,
+        || async {
+            let left_ns = namespaces.list(&Default::default()).await.unwrap().items;
+            let left_crds = crds.list(&Default::default()).await.unwrap().items;
+            !left_ns.iter().any(|n| platform(&n.name_any()))
+                && !left_crds.iter().any(|c| group(&c.name_any()))
+        },
+    )
+    .await;
 }

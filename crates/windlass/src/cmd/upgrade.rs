@@ -30,6 +30,9 @@ pub struct UpgradeArgs {
     /// Apply even what verification refuses (recorded in history as unverified).
     #[arg(long)]
     pub force: bool,
+    /// Let these preconditions through by name (`ClusterOperatorUpgradeable-<name>`), recorded.
+    #[arg(long, value_delimiter = ',')]
+    pub accept_risks: Vec<String>,
     /// Pull the payload over plain HTTP (a registry on loopback).
     #[arg(long)]
     pub plain_http: bool,
@@ -73,6 +76,9 @@ async fn request(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     let mut desired = json!({ "image": image, "force": args.force });
     if let Some(version) = &args.to {
         desired["version"] = json!(version);
+    }
+    if !args.accept_risks.is_empty() {
+        desired["acceptRisks"] = json!(args.accept_risks);
     }
     let mut spec = json!({ "desiredUpdate": desired });
     if args.plain_http {
@@ -131,6 +137,7 @@ pub fn render(version: &ClusterVersion) -> String {
         types::PROGRESSING,
         types::FAILING,
         types::AVAILABLE,
+        types::UPGRADEABLE,
     ] {
         if let Some(c) = condition(type_) {
             out.push_str(&format!(
