@@ -67,6 +67,13 @@ pub struct ClusterVersionSpec {
     pub plain_http: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<ReleaseRollback>,
+    /// A Cincinnati update service (`windlass release graph serve`, or OpenShift's), asked
+    /// `GET upstream?channel=&version=&arch=` for the releases the cluster may move to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// The channel to ask the update service about (`stable-4.2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
 }
 
 /// Going back when an update fails.
@@ -120,6 +127,12 @@ pub struct ClusterVersionStatus {
     /// Newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<UpdateHistory>,
+    /// What the update service recommends from the current release, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub available_updates: Vec<AvailableRelease>,
+    /// Updates recommended only where their risks do not apply (or are accepted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditional_updates: Vec<ConditionalRelease>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::condition::conditions_schema")]
     pub conditions: Vec<Condition>,
@@ -230,4 +243,38 @@ pub struct UpdateHistory {
     /// The irreversible run levels this update started: going back past it is refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crossed_irreversible: Vec<String>,
+}
+
+/// A release the update graph offers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailableRelease {
+    pub version: String,
+    /// By digest.
+    pub image: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channels: Vec<String>,
+}
+
+/// A conditional update: the release, its risks, and whether it is recommended here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionalRelease {
+    pub release: AvailableRelease,
+    pub risks: Vec<UpdateRisk>,
+    /// The `Recommended` condition (and each risk's `Applies`, by its name in the message).
+    #[schemars(schema_with = "crate::condition::conditions_schema")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateRisk {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url: String,
 }

@@ -170,6 +170,10 @@ pub mod conditions {
         pub const RELEASE_ACCEPTED: &str = "ReleaseAccepted";
         /// Whether a minor or major update may start (no component reports Upgradeable=False).
         pub const UPGRADEABLE: &str = "Upgradeable";
+        /// Whether the update service answered.
+        pub const RETRIEVED_UPDATES: &str = "RetrievedUpdates";
+        /// A conditional update's recommendation.
+        pub const RECOMMENDED: &str = "Recommended";
     }
 }
 
@@ -187,6 +191,11 @@ pub mod reasons {
         pub const VERIFICATION_ERROR: &str = "VerificationError";
         pub const ROLLBACK_REFUSED: &str = "RollbackRefused";
         pub const PRECONDITIONS_FAILED: &str = "PreconditionsFailed";
+        pub const NO_UPSTREAM: &str = "NoUpstream";
+        pub const REMOTE_FAILED: &str = "RemoteFailed";
+        pub const UPDATES_RETRIEVED: &str = "UpdatesRetrieved";
+        pub const VERSION_NOT_FOUND: &str = "VersionNotFound";
+        pub const CONDITIONAL_UPDATE_RISKS: &str = "ConditionalUpdateRisks";
         pub const NOT_UPGRADEABLE: &str = "ComponentsNotUpgradeable";
         pub const ROLLING_BACK: &str = "RollingBack";
         pub const PAYLOAD_NOT_STORED: &str = "PayloadNotStored";

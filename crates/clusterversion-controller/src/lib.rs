@@ -30,14 +30,18 @@
 //!   (OpenShift ClusterOperators), unless `acceptRisks` names it or `force` is set; either is
 //!   recorded in history. A patch update is never blocked by it.
 //!
-//! Not yet: update graphs (`upstream`, `channel`, available and conditional updates).
+//! - With `spec.upstream` and `spec.channel`, the update service's graph is fetched (every 5
+//!   minutes) and `status.availableUpdates` and `status.conditionalUpdates` say where the cluster
+//!   may go; `desiredUpdate.version` alone names a release through it ([`updates`]).
 
 mod levels;
 mod payloads;
 mod preconditions;
+mod record;
 pub mod rollback;
 mod store;
 mod update;
+pub mod updates;
 pub mod verify;
 
 use std::{collections::HashMap, future::Future, sync::Arc, sync::Mutex, time::Duration};
@@ -51,7 +55,7 @@ use windlass_api::{ClusterVersion, names::controllers};
 use windlass_bundle::FileTree;
 use windlass_kit::{Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, runner};
 use windlass_oci::{RegistryClient, RegistryOptions};
-use windlass_release::{Payload, Plan};
+use windlass_release::{Payload, Plan, graph::Graph};
 use windlass_revisions::SealKey;
 use windlass_trust::{Limits, Verifier};
 
@@ -65,6 +69,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error("building the update service client: {0}")]
+    Http(String),
     #[error("writing the ClusterVersion status: {source}")]
     Status {
         #[source]
@@ -75,7 +81,7 @@ pub enum Error {
 impl ReconcileError for Error {
     fn stage(&self) -> Stage {
         match self {
-            Error::Identity { .. } => Stage::Read,
+            Error::Identity { .. } | Error::Http(_) => Stage::Read,
             Error::Status { .. } => Stage::Report,
         }
     }
@@ -108,6 +114,10 @@ pub struct Context {
     pub seal_key: SealKey,
     /// Signature verifiers (with their verdict caches), by whether they speak plain HTTP.
     verifiers: Mutex<HashMap<bool, Arc<Verifier<RegistryClient>>>>,
+    /// Asks update services.
+    pub http: reqwest::Client,
+    /// Update graphs by (upstream, channel, version), with when they were fetched.
+    pub graphs: Mutex<HashMap<GraphKey, (std::time::Instant, Arc<Graph>)>>,
 }
 
 impl Context {
@@ -135,6 +145,9 @@ impl Context {
             .clone()
     }
 }
+
+/// An update graph's upstream, channel and the version it was asked about.
+pub type GraphKey = (String, String, String);
 
 /// Who applies a release: `system:serviceaccount:<namespace>:<name>`.
 pub struct Options {
@@ -177,6 +190,11 @@ pub async fn run(
         namespace: options.release_account_namespace.clone(),
         seal_key,
         verifiers: Mutex::default(),
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| Error::Http(e.to_string()))?,
+        graphs: Mutex::default(),
     });
     let versions = Api::<ClusterVersion>::all(client);
     let results = Controller::new(versions, watcher::Config::default())

@@ -1,33 +1,30 @@
 //! One reconcile of the ClusterVersion: load the desired payload, then apply the first level
 //! that is not done and wait for it, recording progress in status after every level.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
-use kube::{Api, Resource, ResourceExt, runtime::controller::Action};
+use kube::{Resource, runtime::controller::Action};
 use windlass_api::{
-    ClusterVersion, ClusterVersionStatus, Condition, ConditionStatus,
-    clusterversion::{
-        HeldBackRelease, LevelState, LevelStatus, Release, UpdateHistory, UpdateProgress,
-        UpdateState,
-    },
+    ClusterVersion, Condition, ConditionStatus,
+    clusterversion::{HeldBackRelease, LevelState, UpdateProgress, UpdateState},
     names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
     set_condition,
 };
-use windlass_kit::{Notice, status};
+use windlass_kit::Notice;
 use windlass_release::{
     RunLevel,
-    policy::{Overrides, RollbackKind, RollbackRefusal, check_rollback, check_update},
+    policy::{RollbackKind, RollbackRefusal, check_rollback},
     progress::level_key,
 };
 
 use crate::{
-    Context, Error, RESYNC, WAIT, levels, payloads, preconditions, rollback, store,
+    Context, Error, RESYNC, WAIT, levels, payloads, preconditions,
+    record::{Report, Started, joined, start_update, write},
+    rollback, store, updates,
     verify::{self, Acceptance, acceptance},
 };
 
-/// The CVO keeps at most this many history entries.
-const MAX_HISTORY: usize = 100;
 const DEFAULT_LEVEL_DEADLINE: i64 = 600;
 
 pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -51,24 +48,107 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             );
         };
 
-    let Some(desired) = version.spec.desired_update.clone() else {
-        set(
-            &mut conditions,
-            types::RELEASE_ACCEPTED,
-            false,
-            reasons::NO_DESIRED_UPDATE,
-            "spec.desiredUpdate names no release".into(),
-        );
-        status.conditions = conditions;
-        write(&ctx, &version, &before, &status).await?;
-        return Ok(Action::await_change());
+    let report = Report {
+        ctx: &ctx,
+        version: &version,
+        before: &before,
+        now,
     };
-    let Some(image) = desired.image.clone().filter(|i| !i.is_empty()) else {
-        set(&mut conditions, types::RELEASE_ACCEPTED, false, reasons::NO_IMAGE,
-            "spec.desiredUpdate.image is empty: name the release payload image (resolving a version through an update graph is not supported yet)".into());
-        status.conditions = conditions;
-        write(&ctx, &version, &before, &status).await?;
-        return Ok(Action::await_change());
+    let accepted_risks: BTreeSet<String> = version
+        .spec
+        .desired_update
+        .iter()
+        .flat_map(|d| d.accept_risks.iter().cloned())
+        .collect();
+    // Where the cluster may go, from the update service (when one is configured).
+    match updates::retrieve_updates(&ctx, &version, &status, &accepted_risks, now).await {
+        Some(Ok((available, conditional))) => {
+            let message = format!(
+                "{} available and {} conditional updates from {}",
+                available.len(),
+                conditional.len(),
+                version.spec.upstream.as_deref().unwrap_or_default()
+            );
+            status.available_updates = available;
+            status.conditional_updates =
+                updates::keep_transition_times(conditional, &before.conditional_updates);
+            set(
+                &mut conditions,
+                types::RETRIEVED_UPDATES,
+                true,
+                reasons::UPDATES_RETRIEVED,
+                message,
+            );
+        }
+        Some(Err(message)) => {
+            set(
+                &mut conditions,
+                types::RETRIEVED_UPDATES,
+                false,
+                reasons::REMOTE_FAILED,
+                message,
+            );
+        }
+        None => {
+            status.available_updates.clear();
+            status.conditional_updates.clear();
+            set(
+                &mut conditions,
+                types::RETRIEVED_UPDATES,
+                false,
+                reasons::NO_UPSTREAM,
+                "spec.upstream and spec.channel name no update service".into(),
+            );
+        }
+    }
+    let Some(desired) = version.spec.desired_update.clone() else {
+        return report
+            .refuse(
+                status,
+                conditions,
+                reasons::NO_DESIRED_UPDATE,
+                "spec.desiredUpdate names no release".into(),
+                Action::await_change(),
+            )
+            .await;
+    };
+    let named_image = desired.image.clone().filter(|i| !i.is_empty());
+    let (image, update_risks) = match (
+        named_image,
+        desired.version.as_deref().filter(|v| !v.is_empty()),
+    ) {
+        (Some(image), _) => (image, Vec::new()),
+        // The release already being applied or run: its digest, as pinned.
+        (None, Some(wanted))
+            if let Some(current) = status.desired.as_ref().filter(|d| d.version == wanted) =>
+        {
+            (current.image.clone(), Vec::new())
+        }
+        // A version alone is looked up in what the update service offers.
+        (None, Some(wanted)) if version.spec.upstream.is_some() => {
+            match updates::resolve(
+                wanted,
+                &status.available_updates,
+                &status.conditional_updates,
+                desired.force,
+            ) {
+                Ok(resolved) => resolved,
+                Err((reason, message)) => {
+                    return report
+                        .refuse(
+                            status,
+                            conditions,
+                            reason,
+                            message,
+                            Action::requeue(Duration::from_secs(30)),
+                        )
+                        .await;
+                }
+            }
+        }
+        _ => {
+            return report.refuse(status, conditions, reasons::NO_IMAGE, "spec.desiredUpdate names no image, and no version an update service (spec.upstream, spec.channel) could resolve".into(), Action::await_change()).await;
+        }
     };
     // An automatic rollback holds the failed release back until the spec changes.
     let held_back = status
@@ -93,15 +173,20 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         Err((reason, message)) => {
             set(
                 &mut conditions,
-                types::RELEASE_ACCEPTED,
-                false,
+                types::FAILING,
+                true,
                 reason,
                 message.clone(),
             );
-            set(&mut conditions, types::FAILING, true, reason, message);
-            status.conditions = conditions;
-            write(&ctx, &version, &before, &status).await?;
-            return Ok(Action::requeue(Duration::from_secs(30)));
+            return report
+                .refuse(
+                    status,
+                    conditions,
+                    reason,
+                    message,
+                    Action::requeue(Duration::from_secs(30)),
+                )
+                .await;
         }
     };
     let payload_version = loaded.payload.version().to_string();
@@ -113,16 +198,15 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             "spec.desiredUpdate.version is {wanted} but payload {} is release {payload_version}",
             loaded.image
         );
-        set(
-            &mut conditions,
-            types::RELEASE_ACCEPTED,
-            false,
-            reasons::VERSION_MISMATCH,
-            message,
-        );
-        status.conditions = conditions;
-        write(&ctx, &version, &before, &status).await?;
-        return Ok(Action::await_change());
+        return report
+            .refuse(
+                status,
+                conditions,
+                reasons::VERSION_MISMATCH,
+                message,
+                Action::await_change(),
+            )
+            .await;
     }
     let new_update =
         status.desired.as_ref().map(|d| d.image.as_str()) != Some(loaded.image.as_str());
@@ -159,16 +243,15 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 } else {
                     ""
                 };
-                set(
-                    &mut conditions,
-                    types::RELEASE_ACCEPTED,
-                    false,
-                    reasons::ROLLBACK_REFUSED,
-                    format!("rollback to {payload_version} refused: {refusal}{hint}"),
-                );
-                status.conditions = conditions;
-                write(&ctx, &version, &before, &status).await?;
-                return Ok(Action::await_change());
+                return report
+                    .refuse(
+                        status,
+                        conditions,
+                        reasons::ROLLBACK_REFUSED,
+                        format!("rollback to {payload_version} refused: {refusal}{hint}"),
+                        Action::await_change(),
+                    )
+                    .await;
             }
         }
     } else if new_update {
@@ -181,16 +264,15 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             match verify::verify(&ctx, &loaded.image, digest, version.spec.plain_http).await {
                 Ok(verdict) => verdict,
                 Err(message) => {
-                    set(
-                        &mut conditions,
-                        types::RELEASE_ACCEPTED,
-                        false,
-                        reasons::VERIFICATION_ERROR,
-                        message,
-                    );
-                    status.conditions = conditions;
-                    write(&ctx, &version, &before, &status).await?;
-                    return Ok(Action::requeue(Duration::from_secs(30)));
+                    return report
+                        .refuse(
+                            status,
+                            conditions,
+                            reasons::VERIFICATION_ERROR,
+                            message,
+                            Action::requeue(Duration::from_secs(30)),
+                        )
+                        .await;
                 }
             };
         match acceptance(&verdict, &loaded.image, desired.force) {
@@ -201,17 +283,16 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 ..
             } => (verified, verified_by, overridden),
             Acceptance::Refuse { reason, message } => {
-                set(
-                    &mut conditions,
-                    types::RELEASE_ACCEPTED,
-                    false,
-                    reason,
-                    message,
-                );
-                status.conditions = conditions;
-                write(&ctx, &version, &before, &status).await?;
                 // A signature may be pushed, or a policy written, at any time.
-                return Ok(Action::requeue(Duration::from_secs(30)));
+                return report
+                    .refuse(
+                        status,
+                        conditions,
+                        reason,
+                        message,
+                        Action::requeue(Duration::from_secs(30)),
+                    )
+                    .await;
             }
         }
     } else {
@@ -226,81 +307,36 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     // Preconditions of a forward update: components that say they are not upgradeable block a
     // minor or major update (not a patch) unless accepted by name or forced.
     if new_update && rollback_kind.is_none() {
-        let blocking = match preconditions::not_upgradeable(&ctx).await {
-            Ok(blocking) => blocking,
-            Err(message) => {
-                set(
-                    &mut conditions,
-                    types::RELEASE_ACCEPTED,
-                    false,
-                    reasons::PRECONDITIONS_FAILED,
-                    message,
-                );
-                status.conditions = conditions;
-                write(&ctx, &version, &before, &status).await?;
-                return Ok(Action::requeue(Duration::from_secs(30)));
-            }
-        };
-        let listed: Vec<String> = blocking
-            .iter()
-            .map(|n| format!("{} ({}: {})", n.component, n.reason, n.message))
-            .collect();
-        if listed.is_empty() {
-            set(
-                &mut conditions,
-                types::UPGRADEABLE,
-                true,
-                reasons::AS_EXPECTED,
-                String::new(),
-            );
-        } else {
-            set(
-                &mut conditions,
-                types::UPGRADEABLE,
-                false,
-                reasons::NOT_UPGRADEABLE,
-                format!(
-                    "not upgradeable, which blocks minor and major updates: {}",
-                    listed.join("; ")
-                ),
-            );
-        }
         let current = status
             .history
             .first()
             .and_then(|h| semver::Version::parse(&h.version).ok());
-        if let Some(current) = current {
-            let overrides = Overrides {
-                force: desired.force,
-                accept_risks: desired.accept_risks.iter().cloned().collect(),
-            };
-            let report = check_update(&current, loaded.payload.version(), &blocking, &overrides);
-            if !report.allowed() {
-                let names: Vec<&str> = report.blocking().map(|r| r.name.as_str()).collect();
-                set(
-                    &mut conditions,
-                    types::RELEASE_ACCEPTED,
-                    false,
-                    reasons::PRECONDITIONS_FAILED,
-                    format!(
-                        "{}; to go anyway, list {} in spec.desiredUpdate.acceptRisks (or set force)",
-                        report.summary(),
-                        names.join(", ")
-                    ),
-                );
-                status.conditions = conditions;
-                write(&ctx, &version, &before, &status).await?;
-                return Ok(Action::requeue(Duration::from_secs(30)));
+        match preconditions::judge(&ctx, current.as_ref(), loaded.payload.version(), &desired).await
+        {
+            Ok(judged) => {
+                let (ok, reason, message) = judged.upgradeable;
+                set(&mut conditions, types::UPGRADEABLE, ok, reason, message);
+                overridden = joined(overridden, judged.accepted);
             }
-            let accepted = report.accepted_risks();
-            if !accepted.is_empty() {
-                overridden = if overridden.is_empty() {
-                    accepted
-                } else {
-                    format!("{overridden}. {accepted}")
-                };
+            Err(message) => {
+                return report
+                    .refuse(
+                        status,
+                        conditions,
+                        reasons::PRECONDITIONS_FAILED,
+                        message,
+                        Action::requeue(Duration::from_secs(30)),
+                    )
+                    .await;
             }
         }
+    }
+    if new_update && !update_risks.is_empty() {
+        let accepted = format!(
+            "Conditional update risks accepted: {}",
+            update_risks.join(", ")
+        );
+        overridden = joined(overridden, accepted);
     }
     let trust = if verified {
         format!("verified by {}", verified_by.join(", "))
@@ -352,40 +388,13 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         }
     }
     if new_update {
-        status.desired = Some(Release {
-            version: payload_version.clone(),
-            image: loaded.image.clone(),
+        let started = Started {
+            image: &image,
             verified,
-            verified_by: verified_by.clone(),
-            requested: image.clone(),
-            manifest_digest: loaded.plan.manifest_digest.clone(),
-        });
-        status.levels = levels
-            .iter()
-            .map(|(name, level)| LevelStatus {
-                name: name.clone(),
-                state: LevelState::Pending,
-                manifests: level.manifests().count() as i64,
-                components: levels::components(level),
-                started_time: None,
-                completion_time: None,
-                message: String::new(),
-            })
-            .collect();
-        status.history.insert(
-            0,
-            UpdateHistory {
-                state: UpdateState::Partial,
-                version: payload_version.clone(),
-                image: loaded.image.clone(),
-                verified,
-                started_time: Time(now),
-                completion_time: None,
-                accepted_risks: overridden.clone(),
-                crossed_irreversible: Vec::new(),
-            },
-        );
-        status.history.truncate(MAX_HISTORY);
+            verified_by: &verified_by,
+            overridden: &overridden,
+        };
+        start_update(&mut status, &loaded, &levels, &started, now);
         ctx.shell
             .events
             .publish(
@@ -616,21 +625,4 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     status.conditions = conditions;
     write(&ctx, &version, &before, &status).await?;
     Ok(Action::requeue(RESYNC))
-}
-
-/// Writes `status` unless it is what the object already has.
-async fn write(
-    ctx: &Context,
-    version: &ClusterVersion,
-    before: &ClusterVersionStatus,
-    status: &ClusterVersionStatus,
-) -> Result<(), Error> {
-    if before == status {
-        return Ok(());
-    }
-    let api = Api::<ClusterVersion>::all(ctx.shell.client.clone());
-    status::apply_status(&api, &version.name_any(), status, None)
-        .await
-        .map(|_| ())
-        .map_err(|source| Error::Status { source })
 }

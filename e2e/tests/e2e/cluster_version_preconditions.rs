@@ -16,10 +16,11 @@ use windlass_api::{
     condition::find,
     names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
 };
-use windlass_testkit::{lifecycle::wait_object, require_manager, wait_until};
+use windlass_testkit::{lifecycle::wait_object, require_manager};
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, release_account, upgrade,
+    ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, release_account, start_afresh,
+    upgrade,
 };
 use crate::release_payloads::{release_new, releases, windlass};
 use crate::signatures::Keys;
@@ -117,13 +118,7 @@ async fn a_component_that_is_not_upgradeable_blocks_a_minor_update_until_accepte
         .expect("its status");
 
     let versions = Api::<ClusterVersion>::all(admin.clone());
-    let _ = versions
-        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
-        .await;
-    wait_until("the old ClusterVersion to go", TIMEOUT, || async {
-        matches!(versions.get_opt(CLUSTER_VERSION_NAME).await, Ok(None))
-    })
-    .await;
+    start_afresh(&versions).await;
     let reach = |release: &'static str| {
         let versions = versions.clone();
         async move {

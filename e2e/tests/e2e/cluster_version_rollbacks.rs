@@ -16,10 +16,10 @@ use windlass_api::{
     condition::find,
     names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
 };
-use windlass_testkit::{lifecycle::wait_object, require_manager, wait_until};
+use windlass_testkit::{lifecycle::wait_object, require_manager};
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, TIMEOUT, completed_at, condition_is, release_account, upgrade,
+    ONE_AT_A_TIME, TIMEOUT, completed_at, refused_with, release_account, start_afresh, upgrade,
 };
 use crate::release_payloads::{release_new, releases};
 
@@ -78,13 +78,7 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
         digests.insert(version, format!("{repository}@{digest}"));
     }
     let versions = Api::<ClusterVersion>::all(admin.clone());
-    let _ = versions
-        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
-        .await;
-    wait_until("the old ClusterVersion to go", TIMEOUT, || async {
-        matches!(versions.get_opt(CLUSTER_VERSION_NAME).await, Ok(None))
-    })
-    .await;
+    start_afresh(&versions).await;
     versions
         .patch(
             CLUSTER_VERSION_NAME,
@@ -148,27 +142,9 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
         ["40"]
     );
     upgrade(&digests["4.1.0"], true);
-    let refused = wait_object(
-        &versions,
-        CLUSTER_VERSION_NAME,
-        "rollback refused",
-        TIMEOUT,
-        |v| {
-            condition_is(
-                v,
-                types::RELEASE_ACCEPTED,
-                "False",
-                reasons::ROLLBACK_REFUSED,
-            )
-        },
-    )
-    .await;
-    let message = &find(
-        &refused.status.as_ref().unwrap().conditions,
-        types::RELEASE_ACCEPTED,
-    )
-    .unwrap()
-    .message;
+    let (refused, message) =
+        refused_with(&versions, "rollback refused", reasons::ROLLBACK_REFUSED).await;
+    let message = &message;
     assert!(
         message.contains("irreversible") && message.contains("40"),
         "{message}"

@@ -63,6 +63,36 @@ pub(crate) fn completed_at(version: &ClusterVersion, release: &str) -> bool {
     }) && condition_is(version, types::AVAILABLE, "True", reasons::COMPLETED)
 }
 
+/// The ClusterVersion deleted (what an earlier test left), once it is gone.
+pub(crate) async fn start_afresh(versions: &Api<ClusterVersion>) {
+    let _ = versions
+        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
+        .await;
+    wait_until("the old ClusterVersion to go", TIMEOUT, || async {
+        matches!(versions.get_opt(CLUSTER_VERSION_NAME).await, Ok(None))
+    })
+    .await;
+}
+
+/// The ClusterVersion once `ReleaseAccepted` is False with `reason`, and that message.
+pub(crate) async fn refused_with(
+    versions: &Api<ClusterVersion>,
+    what: &str,
+    reason: &str,
+) -> (ClusterVersion, String) {
+    let refused = wait_object(versions, CLUSTER_VERSION_NAME, what, TIMEOUT, |v| {
+        condition_is(v, types::RELEASE_ACCEPTED, "False", reason)
+    })
+    .await;
+    let message = refused
+        .status
+        .as_ref()
+        .and_then(|s| find(&s.conditions, types::RELEASE_ACCEPTED))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    (refused, message)
+}
+
 /// The release ServiceAccount, bound to cluster-admin, as a cluster admin who lets windlass
 /// update the platform sets it up.
 pub(crate) async fn release_account(admin: &Client) {
@@ -227,14 +257,7 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
         digests.insert(version, format!("{repository}@{digest}"));
     }
     let versions = Api::<ClusterVersion>::all(admin.clone());
-    let _ = versions
-        .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
-        .await;
-
-    wait_until("the old ClusterVersion to go", TIMEOUT, || async {
-        matches!(versions.get_opt(CLUSTER_VERSION_NAME).await, Ok(None))
-    })
-    .await;
+    start_afresh(&versions).await;
     remove_trust(&admin, &namespace).await;
     reset_platform(&admin).await;
 
@@ -304,27 +327,13 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     // Signed, but by a key the policy does not trust: refused, naming what is missing, and
     // nothing of it applied; then forced, and recorded as unverified with what was overridden.
     upgrade(&images["4.1.1"], false);
-    let refused = wait_object(
+    let (refused, message) = refused_with(
         &versions,
-        CLUSTER_VERSION_NAME,
         "4.1.1 refused by the trust policy",
-        TIMEOUT,
-        |v| {
-            condition_is(
-                v,
-                types::RELEASE_ACCEPTED,
-                "False",
-                reasons::VERIFICATION_FAILED,
-            )
-        },
+        reasons::VERIFICATION_FAILED,
     )
     .await;
-    let message = &find(
-        &refused.status.as_ref().unwrap().conditions,
-        types::RELEASE_ACCEPTED,
-    )
-    .unwrap()
-    .message;
+    let message = &message;
     assert!(
         message.contains(&digests["4.1.1"]) && message.contains("releases/release"),
         "the refusal names the payload and the key it needs: {message}"

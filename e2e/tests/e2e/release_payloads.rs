@@ -275,7 +275,37 @@ fn release_new_writes_missing_metadata_and_image_references() {
 }
 
 /// A child process that is killed when the test ends, however it ends.
-struct Running(Child);
+pub(crate) struct Running(Child);
+
+/// `windlass release graph serve` of `repository` on a free port: the process, the base URL
+/// (`http://127.0.0.1:PORT`) and the line it printed.
+pub(crate) fn serve_graph(repository: &str) -> (Running, String, String) {
+    let mut child = windlass()
+        .args([
+            "release",
+            "graph",
+            "serve",
+            "--repository",
+            repository,
+            "--listen",
+            "127.0.0.1:0",
+            "--plain-http",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Running(child);
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap();
+    let base = first
+        .trim()
+        .rsplit_once(" on ")
+        .map(|(_, url)| url.trim_end_matches("/graph").to_string())
+        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    (server, base, first)
+}
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -369,30 +399,7 @@ fn graph_serve_answers_with_the_edges_of_every_payload_in_the_repository() {
         "{mermaid}"
     );
 
-    let mut child = windlass()
-        .args([
-            "release",
-            "graph",
-            "serve",
-            "--repository",
-            &repository,
-            "--listen",
-            "127.0.0.1:0",
-            "--plain-http",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Running(child);
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
-    let base = first
-        .trim()
-        .rsplit_once(" on ")
-        .map(|(_, url)| url.trim_end_matches("/graph").to_string())
-        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    let (server, base, first) = serve_graph(&repository);
     assert!(first.contains("(5 releases, 5 edges)"), "{first}");
 
     let (code, body) = curl(&format!(

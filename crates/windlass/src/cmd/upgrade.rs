@@ -67,13 +67,16 @@ async fn api(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Api<ClusterVersion>
 }
 
 async fn request(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
-    let Some(image) = args.to_image.clone() else {
+    if args.to_image.is_none() && args.to.is_none() {
         bail!(
-            "name the release payload with --to-image REF (`windlass upgrade status` shows where an update stands)"
+            "name the release with --to-image REF, or --to VERSION when an update service is configured (`windlass upgrade status` shows where an update stands and what is available)"
         );
-    };
+    }
     let versions = api(args.kubeconfig.as_ref()).await?;
-    let mut desired = json!({ "image": image, "force": args.force });
+    let mut desired = json!({ "force": args.force });
+    if let Some(image) = &args.to_image {
+        desired["image"] = json!(image);
+    }
     if let Some(version) = &args.to {
         desired["version"] = json!(version);
     }
@@ -98,7 +101,12 @@ async fn request(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
         )
         .await
         .context("setting the ClusterVersion's desired update")?;
-    println!("requested update to {image}; `windlass upgrade status` shows its progress");
+    let target = args
+        .to_image
+        .as_deref()
+        .or(args.to.as_deref())
+        .unwrap_or_default();
+    println!("requested update to {target}; `windlass upgrade status` shows its progress");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -196,6 +204,30 @@ pub fn render(version: &ClusterVersion) -> String {
             progress.component,
             progress.waiting_for
         ));
+    }
+    if !status.available_updates.is_empty() {
+        out.push_str("\nAvailable updates:\n");
+        for release in &status.available_updates {
+            out.push_str(&format!("  {:<10} {}\n", release.version, release.image));
+        }
+    }
+    if !status.conditional_updates.is_empty() {
+        out.push_str("\nConditional updates (not recommended unless their risks are accepted):\n");
+        for update in &status.conditional_updates {
+            let risks: Vec<&str> = update.risks.iter().map(|r| r.name.as_str()).collect();
+            let recommended = update
+                .conditions
+                .iter()
+                .find(|c| c.type_ == types::RECOMMENDED)
+                .map(|c| format!("Recommended={:?}", c.status))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {:<10} {} risks: {} {recommended}\n",
+                update.release.version,
+                update.release.image,
+                risks.join(", ")
+            ));
+        }
     }
     if !status.history.is_empty() {
         out.push_str("\nHistory (newest first):\n");

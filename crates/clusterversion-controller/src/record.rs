@@ -1,0 +1,135 @@
+//! What a reconcile records: a new update's status and history entry, refusals, and the one
+//! status write.
+
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use kube::{Api, ResourceExt, runtime::controller::Action};
+use windlass_api::{
+    ClusterVersion, ClusterVersionStatus, Condition, ConditionStatus,
+    clusterversion::{LevelState, LevelStatus, Release, UpdateHistory, UpdateState},
+    names::conditions::cluster_version as types,
+    set_condition,
+};
+use windlass_kit::status;
+use windlass_release::RunLevel;
+
+use crate::{Context, Error, Loaded, levels};
+
+/// The CVO keeps at most this many history entries.
+const MAX_HISTORY: usize = 100;
+
+/// How an update was accepted, for its status and history.
+pub struct Started<'a> {
+    /// The image as the spec named it.
+    pub image: &'a str,
+    pub verified: bool,
+    pub verified_by: &'a [String],
+    pub overridden: &'a str,
+}
+
+/// Records a new update to `loaded`: the desired release, every level Pending, and a Partial
+/// history entry on top.
+pub fn start_update(
+    status: &mut ClusterVersionStatus,
+    loaded: &Loaded,
+    levels: &[(String, &RunLevel)],
+    started: &Started<'_>,
+    now: Timestamp,
+) {
+    let version = loaded.payload.version().to_string();
+    status.desired = Some(Release {
+        version: version.clone(),
+        image: loaded.image.clone(),
+        verified: started.verified,
+        verified_by: started.verified_by.to_vec(),
+        requested: started.image.to_string(),
+        manifest_digest: loaded.plan.manifest_digest.clone(),
+    });
+    status.levels = levels
+        .iter()
+        .map(|(name, level)| LevelStatus {
+            name: name.clone(),
+            state: LevelState::Pending,
+            manifests: level.manifests().count() as i64,
+            components: levels::components(level),
+            started_time: None,
+            completion_time: None,
+            message: String::new(),
+        })
+        .collect();
+    status.history.insert(
+        0,
+        UpdateHistory {
+            state: UpdateState::Partial,
+            version,
+            image: loaded.image.clone(),
+            verified: started.verified,
+            started_time: Time(now),
+            completion_time: None,
+            accepted_risks: started.overridden.to_string(),
+            crossed_irreversible: Vec::new(),
+        },
+    );
+    status.history.truncate(MAX_HISTORY);
+}
+
+/// `first. second`, leaving out what is empty.
+pub fn joined(first: String, second: String) -> String {
+    match (first.is_empty(), second.is_empty()) {
+        (_, true) => first,
+        (true, false) => second,
+        (false, false) => format!("{first}. {second}"),
+    }
+}
+
+/// What a reconcile reports with: the object, its status as read, and the time.
+pub struct Report<'a> {
+    pub ctx: &'a Context,
+    pub version: &'a ClusterVersion,
+    pub before: &'a ClusterVersionStatus,
+    pub now: Timestamp,
+}
+
+impl Report<'_> {
+    /// Writes `ReleaseAccepted=False` with `reason` and `message` (nothing of the release is
+    /// applied), then `then`.
+    pub async fn refuse(
+        &self,
+        mut status: ClusterVersionStatus,
+        mut conditions: Vec<Condition>,
+        reason: &str,
+        message: String,
+        then: Action,
+    ) -> Result<Action, Error> {
+        set_condition(
+            &mut conditions,
+            Condition::new(
+                types::RELEASE_ACCEPTED,
+                ConditionStatus::False,
+                reason,
+                message,
+            )
+            .observed(self.version.metadata.generation),
+            self.now,
+        );
+        status.conditions = conditions;
+        write(self.ctx, self.version, self.before, &status).await?;
+        Ok(then)
+    }
+}
+
+/// Writes `status` unless it is what the object already has.
+pub async fn write(
+    ctx: &Context,
+    version: &ClusterVersion,
+    before: &ClusterVersionStatus,
+    status: &ClusterVersionStatus,
+) -> Result<(), Error> {
+    if before == status {
+        return Ok(());
+    }
+    let api = Api::<ClusterVersion>::all(ctx.shell.client.clone());
+    status::apply_status(&api, &version.name_any(), status, None)
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::Status { source })
+}
