@@ -3,8 +3,6 @@
 //! cluster may go, lists it in status, and resolves `desiredUpdate.version` through it; a
 //! conditional update goes ahead only with its risk accepted, which history records.
 
-use std::collections::HashMap;
-
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams},
@@ -19,10 +17,10 @@ use windlass_api::{
 use windlass_testkit::{lifecycle::wait_object, require_manager, run_ok};
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, refused_with, release_account,
-    start_afresh, upgrade,
+    ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, push_releases, refused_with,
+    release_account, start_afresh, upgrade,
 };
-use crate::release_payloads::{release_new, releases, serve_graph, windlass};
+use crate::release_payloads::{serve_graph, windlass};
 use crate::signatures::Keys;
 
 /// Serves `graph` as the answer to every request, on a free port; returns its URL.
@@ -85,14 +83,10 @@ async fn versions_resolve_through_the_update_graph_and_risky_updates_need_accept
     release_account(&admin).await;
     let namespace = windlass_testkit::manager::namespace().unwrap();
     let repository = windlass_testkit::registry().unique_repository("graph");
-    let mut tags = HashMap::new();
-    let mut digests = HashMap::new();
-    for (dir, version) in [("4.1.0", "4.1.0"), ("4.1.1", "4.1.1"), ("4.2.0", "4.2.0")] {
-        let reference = format!("{repository}:{version}");
-        let digest = release_new(&releases().join(dir), version, &reference);
-        tags.insert(version, reference);
-        digests.insert(version, format!("{repository}@{digest}"));
-    }
+    let (tags, digests) = push_releases(
+        &repository,
+        &[("4.1.0", "4.1.0"), ("4.1.1", "4.1.1"), ("4.2.0", "4.2.0")],
+    );
     // Unsigned payloads are reported, not refused: nothing here is forced, so risks are judged
     // as they stand.
     let keys = Keys::generate(&["release"]);

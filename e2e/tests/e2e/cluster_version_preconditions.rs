@@ -2,8 +2,6 @@
 //! ClusterOperator) blocks a minor update but not a patch, until its risk is accepted by name,
 //! which history records.
 
-use std::collections::HashMap;
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api,
@@ -19,10 +17,10 @@ use windlass_api::{
 use windlass_testkit::{lifecycle::wait_object, require_manager};
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, release_account, start_afresh,
-    upgrade,
+    ONE_AT_A_TIME, TIMEOUT, TrustSetup, condition_is, push_releases, reach, release_account,
+    start_afresh, upgrade,
 };
-use crate::release_payloads::{release_new, releases, windlass};
+use crate::release_payloads::windlass;
 use crate::signatures::Keys;
 
 /// The ClusterOperator API as OpenShift serves it, reduced to what the test writes.
@@ -84,12 +82,10 @@ async fn a_component_that_is_not_upgradeable_blocks_a_minor_update_until_accepte
     release_account(&admin).await;
     let namespace = windlass_testkit::manager::namespace().unwrap();
     let repository = windlass_testkit::registry().unique_repository("preconditions");
-    let mut tags = HashMap::new();
-    for (dir, version) in [("4.1.0", "4.1.0"), ("4.1.1", "4.1.1"), ("4.2.0", "4.2.0")] {
-        let reference = format!("{repository}:{version}");
-        release_new(&releases().join(dir), version, &reference);
-        tags.insert(version, reference);
-    }
+    let (tags, _) = push_releases(
+        &repository,
+        &[("4.1.0", "4.1.0"), ("4.1.1", "4.1.1"), ("4.2.0", "4.2.0")],
+    );
     // Unsigned payloads are reported, not refused: nothing here is forced, so preconditions
     // are judged as they stand.
     let keys = Keys::generate(&["release"]);
@@ -119,25 +115,12 @@ async fn a_component_that_is_not_upgradeable_blocks_a_minor_update_until_accepte
 
     let versions = Api::<ClusterVersion>::all(admin.clone());
     start_afresh(&versions).await;
-    let reach = |release: &'static str| {
-        let versions = versions.clone();
-        async move {
-            wait_object(
-                &versions,
-                CLUSTER_VERSION_NAME,
-                &format!("{release} completed"),
-                TIMEOUT,
-                |v| completed_at(v, release),
-            )
-            .await
-        }
-    };
     upgrade(&tags["4.1.0"], false);
-    reach("4.1.0").await;
+    reach(&versions, "4.1.0").await;
 
     // A patch is not blocked; the condition says what would block a minor update.
     upgrade(&tags["4.1.1"], false);
-    let patched = reach("4.1.1").await;
+    let patched = reach(&versions, "4.1.1").await;
     assert!(condition_is(
         &patched,
         types::UPGRADEABLE,
@@ -190,7 +173,7 @@ async fn a_component_that_is_not_upgradeable_blocks_a_minor_update_until_accepte
             ])
             .arg(&kubeconfig),
     );
-    let accepted = reach("4.2.0").await;
+    let accepted = reach(&versions, "4.2.0").await;
     let entry = &accepted.status.as_ref().unwrap().history[0];
     assert!(
         entry

@@ -3,8 +3,6 @@
 //! restart), one past an irreversible level is refused, and automatic rollback undoes a failing
 //! update only before such a level.
 
-use std::collections::HashMap;
-
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams},
@@ -19,9 +17,9 @@ use windlass_api::{
 use windlass_testkit::{lifecycle::wait_object, require_manager};
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, TIMEOUT, completed_at, refused_with, release_account, start_afresh, upgrade,
+    ONE_AT_A_TIME, TIMEOUT, completed_at, push_releases, reach, refused_with, release_account,
+    start_afresh, upgrade,
 };
-use crate::release_payloads::{release_new, releases};
 
 /// Registry requests for `repository` (`host:port/path`) so far, from the registry's log.
 fn registry_requests(repository: &str) -> usize {
@@ -63,20 +61,16 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
     let admin = windlass_testkit::client().await;
     release_account(&admin).await;
     let repository = windlass_testkit::registry().unique_repository("rollback");
-    let mut tags = HashMap::new();
-    let mut digests = HashMap::new();
-    for (dir, version) in [
-        ("4.1.0", "4.1.0"),
-        ("4.1.1", "4.1.1"),
-        ("4.2.0", "4.2.0"),
-        ("4.2.1-broken", "4.2.1"),
-        ("4.2.2-broken-late", "4.2.2"),
-    ] {
-        let reference = format!("{repository}:{version}");
-        let digest = release_new(&releases().join(dir), version, &reference);
-        tags.insert(version, reference);
-        digests.insert(version, format!("{repository}@{digest}"));
-    }
+    let (tags, digests) = push_releases(
+        &repository,
+        &[
+            ("4.1.0", "4.1.0"),
+            ("4.1.1", "4.1.1"),
+            ("4.2.0", "4.2.0"),
+            ("4.2.1-broken", "4.2.1"),
+            ("4.2.2-broken-late", "4.2.2"),
+        ],
+    );
     let versions = Api::<ClusterVersion>::all(admin.clone());
     start_afresh(&versions).await;
     versions
@@ -91,23 +85,10 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
         )
         .await
         .expect("automatic rollback on");
-    let reach = |release: &'static str| {
-        let versions = versions.clone();
-        async move {
-            wait_object(
-                &versions,
-                CLUSTER_VERSION_NAME,
-                &format!("{release} completed"),
-                TIMEOUT,
-                |v| completed_at(v, release),
-            )
-            .await
-        }
-    };
     upgrade(&tags["4.1.0"], true);
-    reach("4.1.0").await;
+    reach(&versions, "4.1.0").await;
     upgrade(&tags["4.1.1"], true);
-    reach("4.1.1").await;
+    reach(&versions, "4.1.1").await;
 
     // Back within the minor, from the copy stored in the cluster: no registry request.
     crate::manager_kills::restart_manager();
@@ -117,7 +98,7 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
         "the registry's log shows the pushes and pulls so far"
     );
     upgrade(&digests["4.1.0"], false);
-    let back = reach("4.1.0").await;
+    let back = reach(&versions, "4.1.0").await;
     assert_eq!(
         registry_requests(&repository),
         requests,
@@ -136,7 +117,7 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
 
     // 4.2.0 starts the irreversible level 40: going back past it is refused, forced or not.
     upgrade(&tags["4.2.0"], true);
-    let at_420 = reach("4.2.0").await;
+    let at_420 = reach(&versions, "4.2.0").await;
     assert_eq!(
         at_420.status.as_ref().unwrap().history[0].crossed_irreversible,
         ["40"]

@@ -63,6 +63,35 @@ pub(crate) fn completed_at(version: &ClusterVersion, release: &str) -> bool {
     }) && condition_is(version, types::AVAILABLE, "True", reasons::COMPLETED)
 }
 
+/// `windlass release new` of each sample `(directory, version)` into `repository`: the tags and
+/// the digest references, by version.
+pub(crate) fn push_releases(
+    repository: &str,
+    samples: &[(&str, &'static str)],
+) -> (HashMap<&'static str, String>, HashMap<&'static str, String>) {
+    let mut tags = HashMap::new();
+    let mut digests = HashMap::new();
+    for (dir, version) in samples {
+        let reference = format!("{repository}:{version}");
+        let digest = release_new(&releases().join(dir), version, &reference);
+        tags.insert(*version, reference);
+        digests.insert(*version, format!("{repository}@{digest}"));
+    }
+    (tags, digests)
+}
+
+/// The ClusterVersion once `release` completed.
+pub(crate) async fn reach(versions: &Api<ClusterVersion>, release: &str) -> ClusterVersion {
+    wait_object(
+        versions,
+        CLUSTER_VERSION_NAME,
+        &format!("{release} completed"),
+        TIMEOUT,
+        |v| completed_at(v, release),
+    )
+    .await
+}
+
 /// The ClusterVersion deleted (what an earlier test left), once it is gone.
 pub(crate) async fn start_afresh(versions: &Api<ClusterVersion>) {
     let _ = versions
@@ -244,18 +273,14 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     let account = format!("system:serviceaccount:{namespace}:windlass-release");
     let registry = windlass_testkit::registry();
     let repository = registry.unique_repository("release");
-    let mut images = HashMap::new();
-    let mut digests = HashMap::new();
-    for (dir, version) in [
-        ("4.1.0", "4.1.0"),
-        ("4.1.1", "4.1.1"),
-        ("4.2.1-broken", "4.2.1"),
-    ] {
-        let reference = format!("{repository}:{version}");
-        let digest = release_new(&releases().join(dir), version, &reference);
-        images.insert(version, reference);
-        digests.insert(version, format!("{repository}@{digest}"));
-    }
+    let (images, digests) = push_releases(
+        &repository,
+        &[
+            ("4.1.0", "4.1.0"),
+            ("4.1.1", "4.1.1"),
+            ("4.2.1-broken", "4.2.1"),
+        ],
+    );
     let versions = Api::<ClusterVersion>::all(admin.clone());
     start_afresh(&versions).await;
     remove_trust(&admin, &namespace).await;
