@@ -115,7 +115,29 @@ impl Report<'_> {
         write(self.ctx, self.version, self.before, &status).await?;
         Ok(then)
     }
+
+    /// [`Report::refuse`] for what may change by itself (a registry back, a signature pushed,
+    /// a component upgradeable again): looked at again in [`RETRY_REFUSED`].
+    pub async fn refuse_for_now(
+        &self,
+        status: ClusterVersionStatus,
+        conditions: Vec<Condition>,
+        reason: &str,
+        message: String,
+    ) -> Result<Action, Error> {
+        self.refuse(
+            status,
+            conditions,
+            reason,
+            message,
+            Action::requeue(RETRY_REFUSED),
+        )
+        .await
+    }
 }
+
+/// How soon a refusal that may resolve itself is looked at again.
+pub const RETRY_REFUSED: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Writes `status` unless it is what the object already has.
 pub async fn write(

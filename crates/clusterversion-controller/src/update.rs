@@ -135,13 +135,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 Ok(resolved) => resolved,
                 Err((reason, message)) => {
                     return report
-                        .refuse(
-                            status,
-                            conditions,
-                            reason,
-                            message,
-                            Action::requeue(Duration::from_secs(30)),
-                        )
+                        .refuse_for_now(status, conditions, reason, message)
                         .await;
                 }
             }
@@ -179,13 +173,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 message.clone(),
             );
             return report
-                .refuse(
-                    status,
-                    conditions,
-                    reason,
-                    message,
-                    Action::requeue(Duration::from_secs(30)),
-                )
+                .refuse_for_now(status, conditions, reason, message)
                 .await;
         }
     };
@@ -265,13 +253,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 Ok(verdict) => verdict,
                 Err(message) => {
                     return report
-                        .refuse(
-                            status,
-                            conditions,
-                            reasons::VERIFICATION_ERROR,
-                            message,
-                            Action::requeue(Duration::from_secs(30)),
-                        )
+                        .refuse_for_now(status, conditions, reasons::VERIFICATION_ERROR, message)
                         .await;
                 }
             };
@@ -285,13 +267,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             Acceptance::Refuse { reason, message } => {
                 // A signature may be pushed, or a policy written, at any time.
                 return report
-                    .refuse(
-                        status,
-                        conditions,
-                        reason,
-                        message,
-                        Action::requeue(Duration::from_secs(30)),
-                    )
+                    .refuse_for_now(status, conditions, reason, message)
                     .await;
             }
         }
@@ -320,13 +296,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             }
             Err(message) => {
                 return report
-                    .refuse(
-                        status,
-                        conditions,
-                        reasons::PRECONDITIONS_FAILED,
-                        message,
-                        Action::requeue(Duration::from_secs(30)),
-                    )
+                    .refuse_for_now(status, conditions, reasons::PRECONDITIONS_FAILED, message)
                     .await;
             }
         }

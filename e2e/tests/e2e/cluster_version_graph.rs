@@ -3,10 +3,7 @@
 //! cluster may go, lists it in status, and resolves `desiredUpdate.version` through it; a
 //! conditional update goes ahead only with its risk accepted, which history records.
 
-use kube::{
-    Api,
-    api::{DeleteParams, Patch, PatchParams},
-};
+use kube::{Api, api::DeleteParams};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use windlass_api::{
@@ -18,7 +15,7 @@ use windlass_testkit::{lifecycle::wait_object, require_manager, run_ok};
 
 use crate::cluster_versions::{
     ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, push_releases, refused_with,
-    release_account, start_afresh, upgrade,
+    release_account, set_spec, start_afresh, upgrade,
 };
 use crate::release_payloads::{serve_graph, windlass};
 use crate::signatures::Keys;
@@ -56,18 +53,11 @@ fn upgrade_to_version(version: &str, accept: Option<&str>) {
 }
 
 async fn point_at(versions: &Api<ClusterVersion>, upstream: &str) {
-    versions
-        .patch(
-            CLUSTER_VERSION_NAME,
-            &PatchParams::apply("windlass-e2e").force(),
-            &Patch::Apply(
-                json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
-                "metadata": {"name": CLUSTER_VERSION_NAME},
-                "spec": {"upstream": upstream, "channel": "stable-4.2"}}),
-            ),
-        )
-        .await
-        .expect("pointing the ClusterVersion at an update service");
+    set_spec(
+        versions,
+        json!({"upstream": upstream, "channel": "stable-4.2"}),
+    )
+    .await;
 }
 
 /// Given 4.1.0 applied and the update service windlass serves from the registry, then status

@@ -3,10 +3,7 @@
 //! restart), one past an irreversible level is refused, and automatic rollback undoes a failing
 //! update only before such a level.
 
-use kube::{
-    Api,
-    api::{DeleteParams, Patch, PatchParams},
-};
+use kube::{Api, api::DeleteParams};
 use serde_json::json;
 use windlass_api::{
     ClusterVersion,
@@ -18,7 +15,7 @@ use windlass_testkit::{lifecycle::wait_object, require_manager};
 
 use crate::cluster_versions::{
     ONE_AT_A_TIME, TIMEOUT, completed_at, push_releases, reach, refused_with, release_account,
-    start_afresh, upgrade,
+    set_spec, start_afresh, upgrade,
 };
 
 /// Registry requests for `repository` (`host:port/path`) so far, from the registry's log.
@@ -73,18 +70,11 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
     );
     let versions = Api::<ClusterVersion>::all(admin.clone());
     start_afresh(&versions).await;
-    versions
-        .patch(
-            CLUSTER_VERSION_NAME,
-            &PatchParams::apply("windlass-e2e").force(),
-            &Patch::Apply(
-                json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
-                "metadata": {"name": CLUSTER_VERSION_NAME},
-                "spec": {"levelDeadlineSeconds": 15, "rollback": {"automatic": true}}}),
-            ),
-        )
-        .await
-        .expect("automatic rollback on");
+    set_spec(
+        &versions,
+        json!({"levelDeadlineSeconds": 15, "rollback": {"automatic": true}}),
+    )
+    .await;
     upgrade(&tags["4.1.0"], true);
     reach(&versions, "4.1.0").await;
     upgrade(&tags["4.1.1"], true);

@@ -92,6 +92,22 @@ pub(crate) async fn reach(versions: &Api<ClusterVersion>, release: &str) -> Clus
     .await
 }
 
+/// Sets the ClusterVersion's `spec` fields in `spec` (creating it when missing), as an admin
+/// with `kubectl apply --server-side` would.
+pub(crate) async fn set_spec(versions: &Api<ClusterVersion>, spec: serde_json::Value) {
+    versions
+        .patch(
+            CLUSTER_VERSION_NAME,
+            &PatchParams::apply("windlass-e2e").force(),
+            &Patch::Apply(
+                json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
+                "metadata": {"name": CLUSTER_VERSION_NAME}, "spec": spec}),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("setting the ClusterVersion's spec: {e}"));
+}
+
 /// The ClusterVersion deleted (what an earlier test left), once it is gone.
 pub(crate) async fn start_afresh(versions: &Api<ClusterVersion>) {
     let _ = versions
@@ -426,17 +442,7 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     );
 
     // A level that cannot become healthy: the update stops there and says which object.
-    versions
-        .patch(
-            CLUSTER_VERSION_NAME,
-            &PatchParams::apply("windlass-e2e").force(),
-            &Patch::Apply(
-                json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
-                "spec": {"levelDeadlineSeconds": 15}}),
-            ),
-        )
-        .await
-        .expect("a short level deadline");
+    set_spec(&versions, json!({"levelDeadlineSeconds": 15})).await;
     upgrade(&images["4.2.1"], true);
     let failing = wait_object(
         &versions,
