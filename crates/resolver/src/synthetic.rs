@@ -54,13 +54,13 @@ impl CatalogBuilder {
                 image: None,
                 properties: vec![Property::Package {
                     package_name: package.into(),
-                    version: version.to_string(),
+                    version: version.to_string().into(),
                 }],
                 related_images: Vec::new(),
             },
         );
         channel_mut(pkg, "stable").entries.push(ChannelEntry {
-            name: name.clone(),
+            name: name.as_str().into(),
             ..Default::default()
         });
         BundleSpec { package: pkg, name }
@@ -90,7 +90,7 @@ fn channel_mut<'p>(pkg: &'p mut Package, channel: &str) -> &'p mut Channel {
         .entry(channel.to_string())
         .or_insert_with(|| Channel {
             name: channel.into(),
-            package,
+            package: package.into(),
             entries: Vec::new(),
         })
 }
@@ -135,14 +135,15 @@ impl BundleSpec<'_> {
 
     pub fn replaces(mut self, version: &str) -> Self {
         let r = bundle_name(&self.package.name, version);
+        let r = windlass_catalog::model::Name::from(r);
         self.entries().for_each(|e| e.replaces = Some(r.clone()));
         self
     }
 
     pub fn skips(mut self, versions: &[&str]) -> Self {
-        let names: Vec<String> = versions
+        let names: Vec<windlass_catalog::model::Name> = versions
             .iter()
-            .map(|v| bundle_name(&self.package.name, v))
+            .map(|v| bundle_name(&self.package.name, v).into())
             .collect();
         self.entries().for_each(|e| e.skips = names.clone());
         self
