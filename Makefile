@@ -29,8 +29,14 @@ cluster-down: ## Stop the local control plane and remove its state
 cluster-status: ## Say whether the local control plane is up and how to reach it
 	$(E2E)/cluster-status.sh
 
+.PHONY: prerequisites
+prerequisites: ## Install the Debian packages the tests need (as root; otherwise print the command to run)
+	$(E2E)/prerequisites.sh test
+
 .PHONY: demo
-demo: cluster ## Local control plane + manager + built-in catalog: install, upgrade, automatic and manual rollback
+demo: ## Local control plane + manager + built-in catalog: install, upgrade, automatic and manual rollback
+	$(E2E)/prerequisites.sh demo
+	$(E2E)/cluster-up.sh
 	$(CARGO) build -p windlass
 	$(E2E)/manager-restart.sh $(TARGET_DIR)/debug/windlass
 	$(E2E)/demo.sh $(TARGET_DIR)/debug/windlass
@@ -39,16 +45,23 @@ demo: cluster ## Local control plane + manager + built-in catalog: install, upgr
 unit: ## Unit and library tests (no cluster needed)
 	$(CARGO) test --workspace --exclude windlass-e2e
 
+# `make e2e E2E_MODULES="examples helm_chart"` runs some modules of e2e/tests/e2e only.
+E2E_MODULES ?=
+
 .PHONY: e2e
 e2e: ## End-to-end tests against the local control plane (starts it and the manager if needed)
+	$(E2E)/prerequisites.sh test
 	$(CARGO) build -p windlass
-	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass $(E2E)/with-cluster.sh $(CARGO) test --no-fail-fast -p windlass-e2e -- --test-threads=4
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass CARGO=$(CARGO) $(E2E)/with-cluster.sh $(E2E)/e2e-tests.sh $(E2E_MODULES)
+
+.PHONY: build
+build: ## Build every crate, test and benchmark
+	$(CARGO) build --workspace --all-targets
 
 .PHONY: test
-test: ## Every test: unit, corpus and end-to-end (starts and stops the local control plane)
-	$(CARGO) build --workspace --all-targets
-	$(MAKE) unit
-	$(MAKE) e2e
+test: ## Every test: unit, corpus and end-to-end (starts and stops the local control plane), then a summary
+	$(E2E)/prerequisites.sh test
+	$(E2E)/with-test-summary.sh $(MAKE) --no-print-directory build unit e2e
 
 .PHONY: lint
 lint: ## rustfmt and clippy, warnings as errors
@@ -58,6 +71,21 @@ lint: ## rustfmt and clippy, warnings as errors
 .PHONY: crds
 crds: ## Regenerate the CRD YAML in config/crd and the Helm chart from crates/api
 	$(CARGO) run -q -p windlass-api --bin crdgen -- config/crd config/helm/windlass/crds
+
+.PHONY: rbac
+rbac: ## Regenerate the manager's RBAC in config/rbac and the Helm chart from crates/api/src/bin/rbacgen.rs
+	$(CARGO) run -q -p windlass-api --bin rbacgen -- config/rbac config/helm/windlass/templates
+
+# What the generators write; `make verify` fails when regenerating changes any of it.
+GENERATED := config/crd config/helm/windlass/crds config/rbac/cluster_role.yaml config/rbac/role.yaml \
+	config/helm/windlass/templates/clusterrole.yaml config/helm/windlass/templates/role.yaml
+
+.PHONY: verify
+verify: lint crds rbac ## lint, then regenerate CRDs and RBAC and fail if that changed a checked-in file
+	@if ! git diff --exit-code --stat -- $(GENERATED) || [[ -n "$$(git status --porcelain -- $(GENERATED))" ]]; then \
+	  git status --short -- $(GENERATED); \
+	  echo "generated files differ from their sources: run 'make crds rbac' and commit the result" >&2; exit 1; \
+	fi
 
 .PHONY: bench-e2e
 bench-e2e: ## Benchmarks on the local control plane: install times vs kubectl, rollback time, 200 subscriptions, idle writes, RSS

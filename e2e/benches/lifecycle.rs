@@ -15,7 +15,11 @@ use std::{
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
 use serde_json::json;
-use windlass_api::{Blueprint, ClusterServiceVersion, CsvPhase, blueprint::RevisionOutcome};
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, CsvPhase,
+    blueprint::{BlueprintPhase, RevisionOutcome},
+    catalog::CatalogPhase,
+};
 use windlass_testkit::{
     TestNamespace,
     catalogs::{self, TestCatalog, publish},
@@ -96,7 +100,7 @@ async fn install_with_dependency(client: &Client) {
         .await;
         let api = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
         wait_blueprint(&api, "acme-monitor", Duration::from_secs(180), |b| {
-            is_at(b, "Succeeded", "0.2.0")
+            is_at(b, BlueprintPhase::Succeeded, "0.2.0")
         })
         .await;
         windlass_times.push(start.elapsed());
@@ -231,7 +235,7 @@ async fn rollback_time(client: &Client) {
         };
         let api = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
         wait_blueprint(&api, "db", Duration::from_secs(240), |b| {
-            is_at(b, "RolledBack", "1.1.0")
+            is_at(b, BlueprintPhase::RolledBack, "1.1.0")
         })
         .await;
         times.push(failed_at.elapsed());
@@ -267,7 +271,9 @@ async fn scale(client: &Client) {
     let queue = publish("acme-queue", "acme-db/1.1.0", renamed("queue")).await;
     let catalog = TestCatalog::create(client, "bench-scale", &[kv, queue]).await;
     catalog
-        .wait("Serving", |c| catalogs::phase(c) == "Serving")
+        .wait("Serving", |c| {
+            catalogs::phase(c) == Some(CatalogPhase::Serving)
+        })
         .await;
     let start = Instant::now();
     let mut namespaces = Vec::new();
@@ -304,7 +310,7 @@ async fn scale(client: &Client) {
         let api = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
         for name in ["acme-db", "acme-monitor", "acme-kv", "acme-queue"] {
             wait_blueprint(&api, name, Duration::from_secs(900), |b| {
-                phase(b) == "Succeeded"
+                phase(b) == Some(BlueprintPhase::Succeeded)
             })
             .await;
         }

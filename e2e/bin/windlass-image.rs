@@ -1,5 +1,5 @@
 //! `windlass-image`: assembles the manager's OCI image from a built binary and pushes it, with
-//! windlass's own OCI code (`windlass_bundle::oci::image`), for machines without a container
+//! windlass's own OCI code (`windlass_oci::image`), for machines without a container
 //! engine. `make image` runs it on the static release build.
 //!
 //! The image is the one `crates/windlass/Containerfile` describes: the assembler reads that
@@ -18,8 +18,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail, ensure};
 use clap::Parser;
-use windlass_bundle::oci::RegistryOptions;
-use windlass_bundle::oci::image::{Entry, RunConfig, push_runnable};
+use windlass_oci::RegistryOptions;
+use windlass_oci::image::{Entry, RunConfig, push_runnable};
 
 /// The Containerfile this binary was built with; `--containerfile` reads another.
 const CONTAINERFILE: &str = include_str!("../../crates/windlass/Containerfile");

@@ -4,7 +4,9 @@
 # Each binary is built only when missing, so this is a no-op on a warm machine.
 source "$(dirname "$0")/lib.sh"
 
-command -v go >/dev/null || die "Go is not installed; install Go 1.26+ (or run .ci/run, which installs what it needs)"
+missing="$(missing_tools | tr '\n' ' ')"
+[[ -n "$missing" ]] || exit 0
+command -v go >/dev/null || die "Go is missing and these are not built yet: ${missing% }. $INSTALL_GO"
 
 # One build at a time: two `make` targets started together must not race on the same binary.
 mkdir -p "$WINDLASS_CACHE"

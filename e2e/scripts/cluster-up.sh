@@ -14,10 +14,8 @@ if [[ -d "$STATE_DIR" ]]; then
   "$E2E_DIR/scripts/cluster-down.sh"
 fi
 
+"$E2E_DIR/scripts/prerequisites.sh" cluster
 "$E2E_DIR/scripts/build-tools.sh"
-for tool in docker-registry openssl python3; do
-  command -v "$tool" >/dev/null || die "$tool is missing: install it (apt-get install docker-registry openssl python3) or run .ci/run"
-done
 
 start=$SECONDS
 mkdir -p "$STATE_DIR"/{pki,etcd,logs,pids,registry,apiserver-certs}

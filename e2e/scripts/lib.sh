@@ -23,10 +23,24 @@ tool_dir() { # kubernetes|etcd|kwok|helm
 }
 # The directories to put on PATH so that kubectl and helm are the pinned ones.
 tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm)"; }
+# Every binary build-tools.sh builds, as tool:binary.
+TOOL_BINARIES=(kubernetes:kube-apiserver kubernetes:kube-controller-manager kubernetes:kube-scheduler
+  kubernetes:kubectl etcd:etcd kwok:kwok helm:helm)
+# The binaries of TOOL_BINARIES not built yet (none on a warm machine).
+missing_tools() {
+  local pair
+  for pair in "${TOOL_BINARIES[@]}"; do
+    [[ -x "$(tool_dir "${pair%%:*}")/${pair#*:}" ]] || echo "${pair#*:}"
+  done
+}
 
 # Runtime state of the running cluster: PKI, data, logs, pids, kubeconfig, ports.
 STATE_DIR="${WINDLASS_CLUSTER_DIR:-${TMPDIR:-/tmp}/windlass-cluster}"
 KUBECONFIG_PATH="$STATE_DIR/admin.kubeconfig"
+
+# What to tell a person who lacks Go or Rust (neither comes from apt: Debian's are too old).
+INSTALL_GO="Install Go 1.26 or newer (https://go.dev/dl), put it on PATH, and run this again."
+INSTALL_RUST="Install Rust 1.89 or newer with rustup (https://rustup.rs), and run this again."
 
 log() { printf '[windlass-e2e] %s\n' "$*" >&2; }
 die() { printf '[windlass-e2e] error: %s\n' "$*" >&2; exit 1; }

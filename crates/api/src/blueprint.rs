@@ -222,3 +222,129 @@ pub struct BlueprintStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 }
+
+/// The part of a Blueprint's spec its Subscription owns: what the Subscription controller
+/// server-side applies (as `spec`) and compares before applying. The Blueprint controller's
+/// [`BlueprintBookkeeping`] and a person's `approved` / `force` are not here, so an apply can
+/// neither reset nor claim them. Empty values are left out, as the live object shows them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintIntent {
+    pub package: String,
+    /// Left out while a person pins the target, so the apply neither changes it nor takes it
+    /// back.
+    #[serde(
+        default,
+        rename = "clusterServiceVersionName",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cluster_service_version_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<ResolvedBundle>,
+    pub approval: Approval,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<ResolvedBundle>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_namespaces: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "OperatorConfig::is_empty")]
+    pub config: OperatorConfig,
+    pub progress_deadline_seconds: i64,
+    pub automatic_rollback: bool,
+    pub history_limit: i64,
+    pub crd_deletion_policy: CrdDeletionPolicy,
+}
+
+impl BlueprintIntent {
+    /// The intent a live Blueprint carries, for comparison with the desired one. An empty
+    /// `targetNamespaces` list reads as absent, as the apply sends it. `with_target` false
+    /// leaves the target out (it is not the Subscription's while a person pins it).
+    pub fn of(spec: &BlueprintSpec, with_target: bool) -> BlueprintIntent {
+        BlueprintIntent {
+            package: spec.package.clone(),
+            cluster_service_version_name: with_target
+                .then(|| spec.cluster_service_version_name.clone()),
+            bundle: spec.bundle.clone(),
+            approval: spec.approval,
+            dependencies: spec.dependencies.clone(),
+            target_namespaces: spec
+                .target_namespaces
+                .clone()
+                .filter(|namespaces| !namespaces.is_empty()),
+            config: spec.config.clone(),
+            progress_deadline_seconds: spec
+                .progress_deadline_seconds
+                .unwrap_or(crate::config::DEFAULT_PROGRESS_DEADLINE_SECONDS),
+            automatic_rollback: spec.automatic_rollback.unwrap_or(true),
+            history_limit: spec
+                .history_limit
+                .unwrap_or(crate::config::DEFAULT_HISTORY_LIMIT),
+            crd_deletion_policy: spec.crd_deletion_policy,
+        }
+    }
+}
+
+/// What the Blueprint controller records in its own spec as revisions start and complete,
+/// sent as a merge patch: `None` clears a field (it serialises as `null`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlueprintBookkeeping {
+    pub revision: i64,
+    pub old_version: Option<String>,
+    #[serde(rename = "oldClusterServiceVersionName")]
+    pub old_cluster_service_version_name: Option<String>,
+    /// `Some(false)` when a new revision resets a person's approval; otherwise not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_intent_of_a_live_spec_reads_as_the_apply_sends_it() {
+        let spec = BlueprintSpec {
+            package: "db".into(),
+            cluster_service_version_name: "db.v1".into(),
+            target_namespaces: Some(Vec::new()),
+            revision: 3,
+            approved: true,
+            ..BlueprintSpec::default()
+        };
+        let intent = BlueprintIntent::of(&spec, true);
+        assert_eq!(
+            intent.cluster_service_version_name.as_deref(),
+            Some("db.v1")
+        );
+        assert_eq!(intent.target_namespaces, None);
+        assert_eq!(intent.progress_deadline_seconds, 600);
+        assert!(intent.automatic_rollback);
+        let json = serde_json::to_value(&intent).unwrap();
+        // Neither the controller's bookkeeping nor a person's approval is ever sent.
+        assert!(json.get("revision").is_none() && json.get("approved").is_none());
+        assert!(json.get("targetNamespaces").is_none() && json.get("config").is_none());
+        assert_eq!(
+            BlueprintIntent::of(&spec, false).cluster_service_version_name,
+            None
+        );
+    }
+
+    #[test]
+    fn bookkeeping_clears_with_null_and_resets_approval_only_when_asked() {
+        let patch = serde_json::to_value(BlueprintBookkeeping {
+            revision: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            patch,
+            serde_json::json!({"revision": 2, "oldVersion": null, "oldClusterServiceVersionName": null})
+        );
+        let reset = serde_json::to_value(BlueprintBookkeeping {
+            approved: Some(false),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(reset["approved"], false);
+    }
+}

@@ -12,10 +12,12 @@ pub mod catalog;
 pub mod condition;
 pub mod config;
 pub mod csv;
-pub mod observe;
+pub mod names;
 pub mod subscription;
 
-pub use blueprint::{Blueprint, BlueprintSpec, BlueprintStatus};
+pub use blueprint::{
+    Blueprint, BlueprintBookkeeping, BlueprintIntent, BlueprintSpec, BlueprintStatus,
+};
 pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
 pub use condition::{Condition, ConditionStatus, set_condition};
 pub use config::{OperatorConfig, UpgradePolicy};
@@ -26,10 +28,7 @@ pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
 
 /// The API group of every windlass kind.
 pub const GROUP: &str = "windlass.dev";
-/// The field manager of every write windlass makes (server-side apply and status).
-pub const FIELD_MANAGER: &str = "windlass";
-/// Label on every object windlass creates, naming the kind of owner that created it.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub use names::FIELD_MANAGER;
 
 /// Every CRD of the API, in the order they are written to `config/crd`.
 pub fn crds()

@@ -2,6 +2,7 @@
 //! cluster says (a live CRD, an object's scope) is passed in.
 
 use std::collections::BTreeMap;
+use windlass_api::names::{annotations, labels};
 
 use serde_json::{Map, Value, json};
 use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec};
@@ -86,16 +87,16 @@ pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner, from: &BundleI
     // Shared by every Blueprint of the package in every namespace: a label naming one of them
     // would be rewritten by each in turn, so only the managed-by label stays.
     if let Some(labels) = crd["metadata"]["labels"].as_object_mut() {
-        labels.remove(names::BLUEPRINT_LABEL);
-        labels.remove(names::BLUEPRINT_NAMESPACE_LABEL);
+        labels.remove(labels::BLUEPRINT);
+        labels.remove(labels::BLUEPRINT_NAMESPACE);
     }
     // Which bundle wrote this definition, so an older bundle never replaces a newer one.
     let annotations = crd["metadata"]
         .as_object_mut()
         .map(|m| m.entry("annotations").or_insert_with(|| json!({})));
     if let Some(Value::Object(annotations)) = annotations {
-        annotations.insert(CRD_PACKAGE_ANNOTATION.into(), json!(from.package));
-        annotations.insert(CRD_VERSION_ANNOTATION.into(), json!(from.version));
+        annotations.insert(annotations::CRD_PACKAGE.into(), json!(from.package));
+        annotations.insert(annotations::CRD_VERSION.into(), json!(from.version));
     }
     let live_webhook = live
         .and_then(|l| l.pointer("/spec/conversion/strategy"))
@@ -114,10 +115,6 @@ pub fn crd(manifest: &Value, live: Option<&Value>, owner: &Owner, from: &BundleI
     crd
 }
 
-/// The package and version whose bundle shipped a CRD definition.
-pub const CRD_PACKAGE_ANNOTATION: &str = "windlass.dev/bundle-package";
-pub const CRD_VERSION_ANNOTATION: &str = "windlass.dev/bundle-version";
-
 /// A bundle, for the CRD annotations above.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BundleId<'a> {
@@ -130,8 +127,8 @@ pub struct BundleId<'a> {
 /// must not take a newer definition away from what runs on it, so the newer one stays.
 pub fn live_crd_is_newer(live: &Value, from: &BundleId<'_>) -> bool {
     let annotations = &live["metadata"]["annotations"];
-    let same_package = annotations[CRD_PACKAGE_ANNOTATION].as_str() == Some(from.package);
-    let live_version = annotations[CRD_VERSION_ANNOTATION]
+    let same_package = annotations[annotations::CRD_PACKAGE].as_str() == Some(from.package);
+    let live_version = annotations[annotations::CRD_VERSION]
         .as_str()
         .and_then(|v| semver::Version::parse(v).ok());
     let ours = semver::Version::parse(from.version).ok();
@@ -184,7 +181,7 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
     csv.metadata.namespace = Some(settings.owner.namespace.clone());
     csv.metadata.labels = Some(settings.owner.labels());
     csv.metadata.annotations = Some(BTreeMap::from([(
-        names::REVISION_ANNOTATION.to_string(),
+        annotations::REVISION.to_string(),
         settings.revision.to_string(),
     )]));
     let mut value = serde_json::to_value(&csv).unwrap_or_default();

@@ -1,5 +1,6 @@
 use serde_json::json;
 use windlass_api::config::OperatorConfig;
+use windlass_api::names::{annotations, labels};
 
 use super::*;
 
@@ -221,22 +222,17 @@ fn a_crd_written_by_a_newer_version_of_the_same_package_is_kept() {
         &FROM,
     );
     assert_eq!(
-        applied["metadata"]["annotations"][CRD_VERSION_ANNOTATION],
+        applied["metadata"]["annotations"][annotations::CRD_VERSION],
         "1.1.0"
     );
     // Shared across namespaces: no label names one Blueprint, or each would rewrite it.
     let labels = applied["metadata"]["labels"].as_object().unwrap();
+    assert!(labels.get(labels::BLUEPRINT).is_none(), "{labels:?}");
     assert!(
-        labels.get(crate::names::BLUEPRINT_LABEL).is_none(),
+        labels.get(labels::BLUEPRINT_NAMESPACE).is_none(),
         "{labels:?}"
     );
-    assert!(
-        labels
-            .get(crate::names::BLUEPRINT_NAMESPACE_LABEL)
-            .is_none(),
-        "{labels:?}"
-    );
-    assert_eq!(labels[windlass_api::MANAGED_BY_LABEL], "windlass");
+    assert_eq!(labels[labels::MANAGED_BY], "windlass");
     let older = BundleId {
         package: "acme-db",
         version: "1.0.0",

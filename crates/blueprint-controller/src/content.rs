@@ -5,6 +5,7 @@
 //! CRDs are checked against the live ones and the custom resources they hold.
 
 use std::collections::BTreeMap;
+use windlass_api::names::{annotations, controllers, labels};
 
 use k8s_openapi::{
     api::core::v1::Secret,
@@ -17,11 +18,12 @@ use kube::{
 };
 use serde_json::Value;
 use windlass_api::{Blueprint, FIELD_MANAGER};
+use windlass_bundle::crd::safety as crd_safety;
 use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
-use windlass_catalog_controller::CatalogStore;
+use windlass_catalog_store::CatalogStore;
 
 use crate::{
-    Error, build, crd_safety, names,
+    Error, build, names,
     plan::{ContentRequest, CrdPolicy, Refusal, Source, Validation},
     revision::{self, RevisionContent},
 };
@@ -82,7 +84,8 @@ pub async fn validate(
                 kept.push(crd.name().to_string())
             }
             // Already what we would write: nothing can break, no need to read every object.
-            CrdPolicy::Apply if build::is_subset(&crd.object["spec"], &live["spec"]) => {}
+            // Keys the new CRD leaves out count as changes: the forced apply removes them.
+            CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {}
             CrdPolicy::Apply => {
                 let versions = crd_safety::versions_to_check(&live, &crd.object);
                 let existing = existing_objects(client, &live, &versions).await?;
@@ -147,7 +150,7 @@ async fn dereference(
         },
     };
     content.revision = request.revision;
-    content.created_by = Some(names::CONTROLLER_NAME.to_string());
+    content.created_by = Some(controllers::BLUEPRINT.to_string());
     store_revision(client, blueprint, &content).await?;
     Ok(Ok(content))
 }
@@ -161,7 +164,7 @@ async fn fetch(
 ) -> Result<
     (
         String,
-        std::sync::Arc<windlass_catalog_controller::BundleContent>,
+        std::sync::Arc<windlass_catalog_store::BundleContent>,
     ),
     String,
 > {
@@ -192,10 +195,7 @@ pub async fn store_revision(
     })?;
     // Label values are bounded; the selector the controller lists with uses the same bound.
     let labels = secret.metadata.labels.get_or_insert_default();
-    labels.insert(
-        revision::BLUEPRINT_LABEL.to_string(),
-        names::label_value(&name),
-    );
+    labels.insert(labels::BLUEPRINT.to_string(), names::label_value(&name));
     // The kinds as applied (legacy APIs converted), which is where leftovers are looked for.
     let shipped = revision::to_bundle_manifests(content);
     let applied = match convert_manifests(&shipped) {
@@ -204,11 +204,11 @@ pub async fn store_revision(
     };
     let annotations = secret.metadata.annotations.get_or_insert_default();
     annotations.insert(
-        names::KINDS_ANNOTATION.to_string(),
+        annotations::KINDS.to_string(),
         build::kinds(&applied).join(","),
     );
     annotations.insert(
-        names::CRDS_ANNOTATION.to_string(),
+        annotations::CRDS.to_string(),
         build::crd_names(&applied).join(","),
     );
     let secret_name = secret.name_any();

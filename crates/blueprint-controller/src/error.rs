@@ -1,5 +1,7 @@
 //! What can go wrong in a reconcile, by stage, with the object concerned.
 
+use windlass_kit::{ApplyError, ReconcileError, Stage, runner::FromFinalizerError};
+
 use crate::revision::RevisionError;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +36,9 @@ pub enum Error {
         name: String,
         source: kube::Error,
     },
+    /// Applying or removing an object through the kit's applier (the error names it).
+    #[error(transparent)]
+    Object(#[from] ApplyError),
     /// Removing something no longer wanted.
     #[error("deleting {kind} {name}: {source}")]
     Delete {
@@ -56,27 +61,26 @@ pub enum Error {
     Plan { name: String, message: String },
 }
 
-impl Error {
-    /// A stable label for metrics.
-    pub fn metric_label(&self) -> &'static str {
+impl ReconcileError for Error {
+    fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } => "read",
-            Error::Revision { .. } => "revision",
-            Error::Build { .. } => "build",
-            Error::Store { .. } => "store_revision",
-            Error::Apply { .. } => "apply",
-            Error::Discovery { .. } => "discovery",
-            Error::Delete { .. } => "delete",
-            Error::Status { .. } => "status",
-            Error::Bookkeeping { .. } => "bookkeeping",
-            Error::Finalizer { .. } => "finalizer",
-            Error::Plan { .. } => "plan",
+            Error::Read { .. } | Error::Revision { .. } => Stage::Read,
+            Error::Plan { .. } => Stage::Decide,
+            Error::Build { .. } => Stage::Build,
+            Error::Store { .. }
+            | Error::Apply { .. }
+            | Error::Object(_)
+            | Error::Discovery { .. }
+            | Error::Delete { .. } => Stage::Apply,
+            Error::Status { .. } | Error::Bookkeeping { .. } => Stage::Report,
+            Error::Finalizer { .. } => Stage::Cleanup,
         }
     }
 
     /// A write that lost a race with another writer: decide again from fresh state, quickly.
-    pub fn is_conflict(&self) -> bool {
+    fn is_conflict(&self) -> bool {
         let source = match self {
+            Error::Object(error) => return error.is_conflict(),
             Error::Status { source, .. }
             | Error::Bookkeeping { source, .. }
             | Error::Store { source, .. }
@@ -84,5 +88,11 @@ impl Error {
             _ => return false,
         };
         matches!(source, kube::Error::Api(status) if status.code == 409)
+    }
+}
+
+impl FromFinalizerError for Error {
+    fn from_finalizer(name: String, message: String) -> Self {
+        Error::Finalizer { name, message }
     }
 }

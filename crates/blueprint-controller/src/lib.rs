@@ -3,13 +3,13 @@
 //! Secret, and rolls back a failed upgrade from the stored revision, automatically or when a
 //! person points the target at an earlier version.
 //!
-//! The deciding logic is pure ([`plan`], [`build`], [`crd_safety`], [`revision`]); the rest
+//! The deciding logic is pure ([`plan`], [`build`], [`revision`]; CRD upgrade safety is
+//! `windlass_bundle::crd::safety`); the rest
 //! only gathers ([`observe`], [`content`]), applies ([`apply`]) and reports ([`reconcile`]).
 
 pub mod apply;
 pub mod build;
 pub mod content;
-pub mod crd_safety;
 mod error;
 pub mod names;
 pub mod observe;
@@ -18,7 +18,4 @@ pub mod reconcile;
 pub mod revision;
 
 pub use error::Error;
-pub use names::{
-    BLUEPRINT_LABEL, BLUEPRINT_NAMESPACE_LABEL, FINALIZER, KINDS_ANNOTATION, REVISION_ANNOTATION,
-};
 pub use reconcile::{Context, run};

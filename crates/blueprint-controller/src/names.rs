@@ -1,30 +1,9 @@
 //! Names, labels and annotations of what a Blueprint creates.
 
 use std::collections::BTreeMap;
+use windlass_api::names::labels;
 
 use sha2::{Digest, Sha256};
-
-/// The finalizer that removes the cluster-scoped objects a Blueprint applied.
-pub const FINALIZER: &str = "windlass.dev/blueprint-cleanup";
-/// On everything a Blueprint applies: the Blueprint's name (bounded to a label value).
-pub const BLUEPRINT_LABEL: &str = "windlass.dev/blueprint";
-/// On everything a Blueprint applies: the Blueprint's namespace, so cluster-scoped objects
-/// of two same-named Blueprints in different namespaces are told apart.
-pub const BLUEPRINT_NAMESPACE_LABEL: &str = "windlass.dev/blueprint-namespace";
-/// Value of `app.kubernetes.io/managed-by`.
-pub const MANAGED_BY_VALUE: &str = "windlass";
-/// On the ClusterServiceVersion: the revision that last applied it. The CSV's status counts
-/// for a revision only when this matches, so a CSV still reporting on an older spec (same name,
-/// other config) never completes a newer revision.
-pub const REVISION_ANNOTATION: &str = "windlass.dev/revision";
-/// On a revision Secret: the kinds (`apiVersion/Kind`, comma-separated) its bundle ships besides
-/// the CSV, so pruning and cleanup know which kinds to look for without decoding every revision.
-pub const KINDS_ANNOTATION: &str = "windlass.dev/kinds";
-/// On a revision Secret: the CRDs (names, comma-separated) its bundle ships. CRDs are shared by
-/// every namespace, so they carry no Blueprint labels; cleanup finds them by name.
-pub const CRDS_ANNOTATION: &str = "windlass.dev/crds";
-/// The controller's name in Events.
-pub const CONTROLLER_NAME: &str = "windlass-blueprint";
 
 /// Label values allow 63 characters; longer names keep a prefix and a short hash of the whole,
 /// so distinct names stay distinct and the value is stable across reconciles.
@@ -45,14 +24,14 @@ pub fn label_value(value: &str) -> String {
 /// The labels on every object applied for the Blueprint `name` in `namespace`.
 pub fn object_labels(name: &str, namespace: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
-        (BLUEPRINT_LABEL.to_string(), label_value(name)),
+        (labels::BLUEPRINT.to_string(), label_value(name)),
         (
-            BLUEPRINT_NAMESPACE_LABEL.to_string(),
+            labels::BLUEPRINT_NAMESPACE.to_string(),
             label_value(namespace),
         ),
         (
-            windlass_api::MANAGED_BY_LABEL.to_string(),
-            MANAGED_BY_VALUE.to_string(),
+            labels::MANAGED_BY.to_string(),
+            labels::MANAGED_BY_VALUE.to_string(),
         ),
     ])
 }
@@ -60,8 +39,10 @@ pub fn object_labels(name: &str, namespace: &str) -> BTreeMap<String, String> {
 /// A label selector matching [`object_labels`].
 pub fn selector(name: &str, namespace: &str) -> String {
     format!(
-        "{BLUEPRINT_LABEL}={},{BLUEPRINT_NAMESPACE_LABEL}={}",
+        "{}={},{}={}",
+        labels::BLUEPRINT,
         label_value(name),
+        labels::BLUEPRINT_NAMESPACE,
         label_value(namespace)
     )
 }
@@ -70,9 +51,10 @@ pub fn selector(name: &str, namespace: &str) -> String {
 /// namespace, so the name is enough).
 pub fn revision_selector(name: &str) -> String {
     format!(
-        "{BLUEPRINT_LABEL}={},{}",
+        "{}={},{}",
+        labels::BLUEPRINT,
         label_value(name),
-        crate::revision::REVISION_LABEL
+        labels::REVISION
     )
 }
 
@@ -93,7 +75,7 @@ mod tests {
     #[test]
     fn selectors_match_the_labels() {
         let labels = object_labels("db", "team-a");
-        assert_eq!(labels[BLUEPRINT_LABEL], "db");
+        assert_eq!(labels[labels::BLUEPRINT], "db");
         assert_eq!(
             selector("db", "team-a"),
             "windlass.dev/blueprint=db,windlass.dev/blueprint-namespace=team-a"

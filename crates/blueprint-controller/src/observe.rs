@@ -6,6 +6,7 @@ use kube::{
     api::{ListParams, ObjectMeta},
     runtime::reflector::Store,
 };
+use windlass_api::names::{annotations, labels};
 use windlass_api::{Blueprint, ClusterServiceVersion, blueprint::BlueprintPhase};
 
 use crate::{
@@ -50,12 +51,12 @@ pub async fn observe(
         };
         if let Some(kinds) = secret
             .annotations()
-            .get(names::KINDS_ANNOTATION)
+            .get(annotations::KINDS)
             .map(|k| build::parse_kinds(k))
         {
             observed.kinds.extend(kinds);
         }
-        if let Some(crds) = secret.annotations().get(names::CRDS_ANNOTATION) {
+        if let Some(crds) = secret.annotations().get(annotations::CRDS) {
             observed
                 .crds
                 .extend(crds.split(',').filter(|c| !c.is_empty()).map(String::from));
@@ -107,17 +108,15 @@ fn owned_by(meta: &ObjectMeta, uid: &str) -> bool {
 
 /// From labels and annotations alone: no decoding for revisions the plan only lists.
 fn stored_revision(secret: &Secret) -> Option<StoredRevision> {
-    let revision = secret
-        .labels()
-        .get(revision::REVISION_LABEL)?
-        .parse()
-        .ok()?;
+    let revision = secret.labels().get(labels::REVISION)?.parse().ok()?;
     let annotations = secret.annotations();
     Some(StoredRevision {
         revision,
-        csv_name: annotations.get(revision::CSV_ANNOTATION)?.clone(),
+        csv_name: annotations
+            .get(annotations::CLUSTER_SERVICE_VERSION)?
+            .clone(),
         version: annotations
-            .get(revision::VERSION_ANNOTATION)
+            .get(annotations::VERSION)
             .cloned()
             .unwrap_or_default(),
         settings: None,
@@ -130,7 +129,7 @@ fn observed_csv(csv: &ClusterServiceVersion) -> ObservedCsv {
         name: csv.name_any(),
         revision: csv
             .annotations()
-            .get(names::REVISION_ANNOTATION)
+            .get(annotations::REVISION)
             .and_then(|r| r.parse().ok()),
         generation: csv.meta().generation,
         observed_generation: status.observed_generation,

@@ -29,12 +29,9 @@ use windlass_api::{
     BlueprintSpec, BlueprintStatus, CsvPhase, blueprint::BlueprintPhase, config::OperatorConfig,
 };
 
-use crate::crd_safety::Violation;
+use windlass_bundle::crd::safety::Violation;
 
-pub use report::{
-    CRD_UPGRADE_SAFE, CRDS_KEPT, Note, READY, ROLLBACK_ALLOWED, STEP_CRDS, STEP_CSV,
-    STEP_DEPENDENCIES, STEP_OBJECTS,
-};
+pub use report::Notice;
 
 /// Everything the plan looks at.
 #[derive(Clone, Debug)]
@@ -139,7 +136,7 @@ pub struct Decision {
     /// Revision Secrets to delete (beyond the history limit, never the protected ones).
     pub prune_revisions: Vec<i64>,
     /// Events worth telling a person, from the difference between the old and new status.
-    pub notes: Vec<Note>,
+    pub notes: Vec<Notice>,
     pub requeue: Duration,
 }
 
@@ -206,14 +203,7 @@ pub struct ApplyPlan {
 
 /// The spec fields the Blueprint controller owns (a JSON merge patch, never an apply, so the
 /// Subscription's apply never removes them).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bookkeeping {
-    pub revision: i64,
-    pub old_version: Option<String>,
-    pub old_cluster_service_version_name: Option<String>,
-    /// `approved` goes back to false: approval is per revision.
-    pub reset_approval: bool,
-}
+pub use windlass_api::BlueprintBookkeeping as Bookkeeping;
 
 /// Decides the next step. See the module documentation for the rules.
 pub fn decide(input: &Input<'_>) -> Decision {

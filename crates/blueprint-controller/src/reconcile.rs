@@ -7,64 +7,56 @@
 //! status and bookkeeping writes carry the resourceVersion they were decided from, so a
 //! decision made on state someone else has since changed is thrown away and made again.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc};
 
-use futures::StreamExt;
 use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams},
     runtime::{
         Controller,
         controller::Action,
-        events::{Event, EventType, Recorder, Reporter},
-        finalizer::{self, Event as Finalizer},
         reflector::{ObjectRef, Store},
         watcher,
     },
 };
 use serde_json::json;
-use tracing::{Instrument, info, warn};
+use tracing::info;
 use windlass_api::{
-    Blueprint, ClusterServiceVersion, FIELD_MANAGER, observe::ReconcileMetrics,
+    Blueprint, ClusterServiceVersion, FIELD_MANAGER,
+    names::{controllers, finalizers, labels, steps},
     subscription::CrdDeletionPolicy,
 };
-use windlass_catalog_controller::CatalogStore;
+use windlass_catalog_store::CatalogStore;
+use windlass_kit::{Applier, Metrics, Notice, Scope, Shell, runner, status};
 
 use crate::{
     Error, apply,
     build::Owner,
-    content, names, observe,
-    plan::{self, Action as Step, Decision, Facts, Input, Need, Note},
+    content, observe,
+    plan::{self, Action as Step, Decision, Facts, Input, Need},
     revision,
 };
 
 /// What every reconcile shares.
 pub struct Context {
-    pub client: Client,
+    pub shell: Shell,
+    pub applier: Applier,
     pub store: Arc<CatalogStore>,
-    pub recorder: Recorder,
-    pub metrics: Arc<dyn ReconcileMetrics>,
-    /// Every Blueprint, for dependency readiness.
+    /// Every Blueprint in scope, for dependency readiness.
     pub blueprints: Store<Blueprint>,
 }
 
-/// Runs the Blueprint controller until `shutdown` resolves.
+/// Runs the Blueprint controller over `scope` until `shutdown` resolves.
 pub async fn run(
     client: Client,
+    scope: Scope,
     store: Arc<CatalogStore>,
-    metrics: Arc<dyn ReconcileMetrics>,
+    metrics: Arc<dyn Metrics>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: names::CONTROLLER_NAME.into(),
-            instance: None,
-        },
-    );
-    let blueprints = Api::<Blueprint>::all(client.clone());
-    let csvs = Api::<ClusterServiceVersion>::all(client.clone());
+    let blueprints = scope.api::<Blueprint>(&client);
+    let csvs = scope.api::<ClusterServiceVersion>(&client);
     let controller = Controller::new(blueprints.clone(), watcher::Config::default());
     let cache = controller.store();
     let dependents = cache.clone();
@@ -74,30 +66,32 @@ pub async fn run(
         Some(((), changes))
     });
     let ctx = Arc::new(Context {
-        client,
+        applier: Applier::new(client.clone()),
+        shell: Shell::new(client, scope, controllers::BLUEPRINT, metrics),
         store,
-        recorder,
-        metrics,
         blueprints: cache,
     });
-    controller
-        .owns(
-            csvs,
-            watcher::Config::default().labels(names::BLUEPRINT_LABEL),
-        )
+    let results = controller
+        .owns(csvs, watcher::Config::default().labels(labels::BLUEPRINT))
         // A Blueprint that settles may be what others wait for.
         .watches(blueprints, watcher::Config::default(), move |changed| {
             dependents_of(&dependents, &changed)
         })
         .reconcile_all_on(catalog_changes)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile_timed, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                warn!(%error, "blueprint reconcile failed");
-            }
-        })
-        .await;
+        .run(
+            |blueprint, ctx: Arc<Context>| async move {
+                runner::observed(
+                    ctx.shell.metrics.as_ref(),
+                    blueprint.as_ref(),
+                    Box::pin(reconcile(blueprint.clone(), ctx.clone())),
+                )
+                .await
+            },
+            runner::error_policy,
+            ctx,
+        );
+    runner::drain(results).await;
 }
 
 fn dependents_of(cache: &Store<Blueprint>, changed: &Blueprint) -> Vec<ObjectRef<Blueprint>> {
@@ -116,33 +110,10 @@ fn dependents_of(cache: &Store<Blueprint>, changed: &Blueprint) -> Vec<ObjectRef
         .collect()
 }
 
-async fn reconcile_timed(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let start = std::time::Instant::now();
-    let span = tracing::info_span!(
-        "reconcile",
-        blueprint = %blueprint.name_any(),
-        namespace = %blueprint.namespace().unwrap_or_default()
-    );
-    let result = reconcile(blueprint, ctx.clone()).instrument(span).await;
-    ctx.metrics.reconciled(
-        start.elapsed(),
-        result.as_ref().err().map(Error::metric_label),
-    );
-    result
-}
-
-fn error_policy(_blueprint: Arc<Blueprint>, error: &Error, _ctx: Arc<Context>) -> Action {
-    if error.is_conflict() {
-        return Action::requeue(Duration::from_secs(1));
-    }
-    warn!(%error, "requeueing");
-    Action::requeue(Duration::from_secs(15))
-}
-
 pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<Action, Error> {
     let namespace = blueprint.namespace().unwrap_or_default();
     let name = blueprint.name_any();
-    let api = Api::<Blueprint>::namespaced(ctx.client.clone(), &namespace);
+    let api = Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &namespace);
     // The plan decides from the newest state: the watch cache may not show our last write yet.
     let fresh = api.get_opt(&name).await.map_err(|source| Error::Read {
         what: format!("Blueprint {namespace}/{name}"),
@@ -151,20 +122,15 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
     let Some(fresh) = fresh else {
         return Ok(Action::await_change());
     };
-    finalizer::finalizer(&api, names::FINALIZER, Arc::new(fresh), |event| async {
-        match event {
-            Finalizer::Apply(blueprint) => execute(&blueprint, &ctx).await,
-            Finalizer::Cleanup(blueprint) => cleanup(&blueprint, &ctx).await,
-        }
-    })
+    let ctx = &*ctx;
+    runner::with_finalizer(
+        &api,
+        finalizers::BLUEPRINT_CLEANUP,
+        Arc::new(fresh),
+        |blueprint| async move { execute(&blueprint, ctx).await },
+        |blueprint| async move { cleanup(&blueprint, ctx).await },
+    )
     .await
-    .map_err(|e| match e {
-        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer {
-            name,
-            message: other.to_string(),
-        },
-    })
 }
 
 fn owner(blueprint: &Blueprint) -> Owner {
@@ -177,7 +143,7 @@ fn owner(blueprint: &Blueprint) -> Owner {
 
 async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
     let name = blueprint.name_any();
-    let observed = observe::observe(&ctx.client, &ctx.blueprints, blueprint).await?;
+    let observed = observe::observe(&ctx.shell.client, &ctx.blueprints, blueprint).await?;
     let status = blueprint.status.clone().unwrap_or_default();
     let now = Timestamp::now();
     let mut facts = Facts::default();
@@ -199,7 +165,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         match &decision.action {
             Step::Check(Need::Validate(request)) => {
                 let (validation, content) = content::validate(
-                    &ctx.client,
+                    &ctx.shell.client,
                     &ctx.store,
                     blueprint,
                     request,
@@ -210,7 +176,8 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                 loaded = content;
             }
             Step::Check(Need::RollbackSource { revision }) => {
-                let verdict = content::rollback_source(&ctx.client, blueprint, *revision).await?;
+                let verdict =
+                    content::rollback_source(&ctx.shell.client, blueprint, *revision).await?;
                 facts.rollback_source = Some((*revision, verdict));
             }
             _ => {
@@ -234,7 +201,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
             });
         };
         let applied = apply::apply_revision(
-            &ctx.client,
+            &ctx.applier,
             blueprint,
             &owner(blueprint),
             loaded,
@@ -248,7 +215,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                 .status
                 .plan
                 .iter_mut()
-                .find(|s| s.name == plan::STEP_OBJECTS)
+                .find(|s| s.name == steps::OBJECTS)
             {
                 step.status = "Blocked".into();
                 step.message = format!("retrying: {error}");
@@ -259,19 +226,13 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
     }
     let written = write_status(ctx, blueprint, &decision).await?;
     if let Some(bookkeeping) = &decision.bookkeeping {
+        // Guarded by the resourceVersion the status was written at: a change someone made in
+        // between throws this decision away.
         let patch = json!({
             "metadata": {"resourceVersion": written.resource_version()},
-            "spec": {
-                "revision": bookkeeping.revision,
-                "oldVersion": bookkeeping.old_version,
-                "oldClusterServiceVersionName": bookkeeping.old_cluster_service_version_name,
-            },
+            "spec": bookkeeping,
         });
-        let mut patch = patch;
-        if bookkeeping.reset_approval {
-            patch["spec"]["approved"] = json!(false);
-        }
-        Api::<Blueprint>::namespaced(ctx.client.clone(), &owner(blueprint).namespace)
+        Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace)
             .patch(
                 &name,
                 &PatchParams {
@@ -292,7 +253,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
     Ok(Action::requeue(decision.requeue))
 }
 
-/// Replaces the status when it changed, guarded by the resourceVersion the decision was made
+/// Writes the status when it changed, guarded by the resourceVersion the decision was made
 /// from (a conflict means someone changed the Blueprint since: decide again). Publishes the
 /// decision's Events once the status that justifies them is written. Returns the Blueprint as
 /// written, whose resourceVersion guards the bookkeeping patch.
@@ -304,25 +265,23 @@ async fn write_status(
     if blueprint.status.as_ref() == Some(&decision.status) {
         return Ok(blueprint.clone());
     }
-    let mut updated = blueprint.clone();
-    updated.status = Some(decision.status.clone());
-    updated.metadata.managed_fields = None;
-    let written = Api::<Blueprint>::namespaced(ctx.client.clone(), &owner(blueprint).namespace)
-        .replace_status(
-            &blueprint.name_any(),
-            &PostParams {
-                field_manager: Some(FIELD_MANAGER.into()),
-                ..PostParams::default()
-            },
-            &updated,
-        )
-        .await
-        .map_err(|source| Error::Status {
-            name: blueprint.name_any(),
-            source,
-        })?;
-    for note in &decision.notes {
-        publish(ctx, blueprint, note).await;
+    let api = Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace);
+    let written = status::apply_status(
+        &api,
+        &blueprint.name_any(),
+        &decision.status,
+        blueprint.resource_version().as_deref(),
+    )
+    .await
+    .map_err(|source| Error::Status {
+        name: blueprint.name_any(),
+        source,
+    })?;
+    for notice in &decision.notes {
+        ctx.shell
+            .events
+            .publish(&blueprint.object_ref(&()), notice)
+            .await;
     }
     Ok(written)
 }
@@ -332,7 +291,7 @@ async fn prune_revisions(
     blueprint: &Blueprint,
     revisions: &[i64],
 ) -> Result<(), Error> {
-    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &owner(blueprint).namespace);
+    let secrets = Api::<Secret>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace);
     for revision in revisions {
         let name = revision::secret_name(&blueprint.name_any(), *revision);
         match secrets.delete(&name, &DeleteParams::default()).await {
@@ -353,10 +312,10 @@ async fn prune_revisions(
 /// The finalizer: cluster-scoped objects go (CRDs only when asked); namespaced ones follow the
 /// Blueprint through their ownerReferences; custom resources always stay.
 async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
-    let observed = observe::observe(&ctx.client, &ctx.blueprints, blueprint).await?;
+    let observed = observe::observe(&ctx.shell.client, &ctx.blueprints, blueprint).await?;
     let delete_crds = blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete;
     let removed = apply::cleanup(
-        &ctx.client,
+        &ctx.applier,
         &owner(blueprint),
         &observed.kinds,
         &observed.crds,
@@ -368,41 +327,10 @@ async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
     } else {
         format!("removed {}; custom resources are kept", removed.join(", "))
     };
-    let note = Note {
-        warning: false,
-        reason: "Cleanup".into(),
-        action: "Cleanup".into(),
-        message,
-    };
-    publish(ctx, blueprint, &note).await;
+    let notice = Notice::normal("Cleanup", message).action("Cleanup");
+    ctx.shell
+        .events
+        .publish(&blueprint.object_ref(&()), &notice)
+        .await;
     Ok(Action::await_change())
-}
-
-async fn publish(ctx: &Context, blueprint: &Blueprint, note: &Note) {
-    let event = Event {
-        type_: if note.warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: note.reason.clone(),
-        note: Some(truncate(&note.message, 1000)),
-        action: truncate(&note.action, 128),
-        secondary: None,
-    };
-    if let Err(error) = ctx
-        .recorder
-        .publish(&event, &blueprint.object_ref(&()))
-        .await
-    {
-        warn!(%error, "publishing an event");
-    }
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    let mut cut = text.len().min(max);
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    text[..cut].to_string()
 }

@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use windlass_api::names::labels;
+use windlass_api::names::{annotations, revision_secret};
 
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use k8s_openapi::ByteString;
@@ -16,20 +18,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use windlass_api::MANAGED_BY_LABEL;
 use windlass_api::blueprint::Blueprint;
 use windlass_api::config::OperatorConfig;
-use windlass_catalog_controller::store::BundleContent;
+use windlass_catalog_store::BundleContent;
 
-/// `type` of every revision Secret.
-pub const SECRET_TYPE: &str = "windlass.dev/revision.v1";
-/// The one data key of a revision Secret.
-pub const DATA_KEY: &str = "revision.json.gz";
-pub const BLUEPRINT_LABEL: &str = "windlass.dev/blueprint";
-pub const REVISION_LABEL: &str = "windlass.dev/revision";
-pub const PACKAGE_LABEL: &str = "windlass.dev/package";
-pub const VERSION_ANNOTATION: &str = "windlass.dev/version";
-pub const CSV_ANNOTATION: &str = "windlass.dev/cluster-service-version";
 /// The API server refuses a Secret whose data exceeds 1 MiB (1,048,576 bytes); this leaves room
 /// for the key, labels and annotations.
 pub const MAX_ENCODED_BYTES: usize = 1_000_000;
@@ -192,15 +184,15 @@ pub fn to_secret(
         });
     }
     let labels = BTreeMap::from([
-        (BLUEPRINT_LABEL.to_string(), name.clone()),
-        (REVISION_LABEL.to_string(), content.revision.to_string()),
-        (PACKAGE_LABEL.to_string(), content.package.clone()),
-        (MANAGED_BY_LABEL.to_string(), "windlass".to_string()),
+        (labels::BLUEPRINT.to_string(), name.clone()),
+        (labels::REVISION.to_string(), content.revision.to_string()),
+        (labels::PACKAGE.to_string(), content.package.clone()),
+        (labels::MANAGED_BY.to_string(), "windlass".to_string()),
     ]);
     let annotations = BTreeMap::from([
-        (VERSION_ANNOTATION.to_string(), content.version.clone()),
+        (annotations::VERSION.to_string(), content.version.clone()),
         (
-            CSV_ANNOTATION.to_string(),
+            annotations::CLUSTER_SERVICE_VERSION.to_string(),
             content.cluster_service_version_name.clone(),
         ),
     ]);
@@ -221,8 +213,11 @@ pub fn to_secret(
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },
-        type_: Some(SECRET_TYPE.to_string()),
-        data: Some(BTreeMap::from([(DATA_KEY.to_string(), ByteString(data))])),
+        type_: Some(revision_secret::TYPE.to_string()),
+        data: Some(BTreeMap::from([(
+            revision_secret::DATA_KEY.to_string(),
+            ByteString(data),
+        )])),
         ..Secret::default()
     })
 }
@@ -240,29 +235,31 @@ pub fn from_secret(secret: &Secret) -> Result<RevisionContent, RevisionError> {
         problem,
     };
     match secret.type_.as_deref() {
-        Some(SECRET_TYPE) => {}
+        Some(revision_secret::TYPE) => {}
         other => {
             return Err(invalid(format!(
-                "has type {}, expected {SECRET_TYPE}",
-                other.unwrap_or("<none>")
+                "has type {}, expected {}",
+                other.unwrap_or("<none>"),
+                revision_secret::TYPE
             )));
         }
     }
     let data = secret
         .data
         .as_ref()
-        .and_then(|d| d.get(DATA_KEY))
-        .ok_or_else(|| invalid(format!("has no data key {DATA_KEY}")))?;
+        .and_then(|d| d.get(revision_secret::DATA_KEY))
+        .ok_or_else(|| invalid(format!("has no data key {}", revision_secret::DATA_KEY)))?;
     let content = decode(&data.0).map_err(|error| RevisionError::InSecret {
         secret: id.clone(),
         error: Box::new(error),
     })?;
-    let label = meta.labels.as_ref().and_then(|l| l.get(REVISION_LABEL));
+    let label = meta.labels.as_ref().and_then(|l| l.get(labels::REVISION));
     if let Some(label) = label
         && label.parse::<i64>().ok() != Some(content.revision)
     {
         return Err(invalid(format!(
-            "label {REVISION_LABEL}={label} disagrees with the revision {} it holds",
+            "label {}={label} disagrees with the revision {} it holds",
+            labels::REVISION,
             content.revision
         )));
     }

@@ -9,8 +9,6 @@ pub mod files;
 pub mod legacy_apis;
 pub mod load;
 pub mod metadata;
-#[cfg(feature = "oci")]
-pub mod oci;
 pub mod pack;
 pub mod unpack;
 pub mod yaml;

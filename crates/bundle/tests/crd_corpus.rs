@@ -1,30 +1,14 @@
 //! Every CustomResourceDefinition in the real OperatorHub corpus (every version of every
 //! package) converts to a structural v1 CRD, and converting the result again changes nothing.
 //!
-//! The corpus lives at `../shared/corpus` from the repository root (override with
-//! `WINDLASS_CORPUS`; `WINDLASS_CORPUS=skip` skips on purpose). A missing corpus fails loudly.
+//! Without the corpus (`../shared/corpus` beside the checkout, or `WINDLASS_CORPUS`) it skips
+//! and says so; see `windlass_corpus`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use windlass_bundle::crd::{self, check::structural_problems};
-
-fn corpus() -> Option<PathBuf> {
-    match std::env::var("WINDLASS_CORPUS") {
-        Ok(v) if v == "skip" => None,
-        Ok(v) => Some(PathBuf::from(v)),
-        Err(_) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")),
-    }
-    .map(|root| {
-        assert!(
-            root.is_dir(),
-            "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)",
-            root.display()
-        );
-        root.join("operatorhub")
-    })
-}
 
 fn yaml_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -70,7 +54,9 @@ fn corpus_crds(root: &Path) -> Vec<(String, Value)> {
 
 #[test]
 fn every_corpus_crd_converts_to_structural_v1_and_is_a_fixed_point() {
-    let Some(root) = corpus() else { return };
+    let Some(root) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
     let crds = corpus_crds(&root);
     assert!(
         crds.len() > 1000,

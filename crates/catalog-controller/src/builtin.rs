@@ -12,7 +12,7 @@ use windlass_catalog::{
     load::{LoadIssue, ReadOptions, read_catalog_with},
 };
 
-use crate::store::BundleLocation;
+use windlass_catalog_store::BundleLocation;
 
 include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 
@@ -245,3 +245,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "builtin_tests.rs"]
+mod store_tests;

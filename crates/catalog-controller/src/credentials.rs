@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
-use windlass_bundle::oci::Auth;
+use windlass_oci::Auth;
 
 /// The Secret type a Catalog's `pullSecret` must have.
 pub const DOCKER_CONFIG_JSON_TYPE: &str = "kubernetes.io/dockerconfigjson";
@@ -96,19 +96,10 @@ pub fn parse_docker_config(bytes: &[u8]) -> Result<Credentials, CredentialsError
     Ok(out)
 }
 
-/// The registry host an image reference points at (`docker.io` for short names).
-pub fn registry_of(reference: &str) -> Option<String> {
-    // The registry is in the name; the digest part need not be checked to find it.
-    let name = reference.split('@').next().unwrap_or(reference);
-    windlass_bundle::oci::parse_reference(name)
-        .ok()
-        .map(|r| r.resolve_registry().to_string())
-}
-
 /// The credentials for `reference`'s registry: anonymous unless the Secret has an entry for it
 /// (credentials never go to another registry).
 pub fn auth_for(credentials: &Credentials, reference: &str) -> Auth {
-    let Some(host) = registry_of(reference) else {
+    let Some(host) = windlass_oci::registry_of(reference) else {
         return Auth::Anonymous;
     };
     let docker_hub = ["docker.io", "index.docker.io", "registry-1.docker.io"];

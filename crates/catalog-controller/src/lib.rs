@@ -1,6 +1,7 @@
 //! Catalogs in the cluster.
 //!
-//! The Catalog controller turns each `Catalog` object into served content in a [`CatalogStore`]:
+//! The Catalog controller turns each `Catalog` object into served content in the
+//! `windlass_catalog_store::CatalogStore`:
 //! the built-in catalog compiled into the manager, a file-based-catalog image or a list of
 //! bundle images. The Subscription controller resolves against the store; the Blueprint
 //! controller fetches bundle content from it, cached by digest so installs and rollbacks do not
@@ -14,15 +15,10 @@
 
 pub mod builtin;
 pub mod credentials;
-mod fetch;
 pub mod reconcile;
 pub mod source;
 pub mod status;
-pub mod store;
 
 pub use builtin::BuiltinCatalog;
-pub use reconcile::{Options, ensure_builtin, run, run_with};
+pub use reconcile::{Options, ensure_builtin, run};
 pub use source::{Content, Reader, SourceError};
-pub use store::{
-    BundleContent, BundleLocation, CatalogStore, Selection, ServedCatalog, StoreError,
-};

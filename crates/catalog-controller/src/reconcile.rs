@@ -15,26 +15,25 @@ use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, Patch, PatchParams},
-    runtime::{
-        Controller, WatchStreamExt,
-        controller::Action,
-        events::{Event, EventType, Recorder, Reporter},
-        watcher,
-    },
+    runtime::{Controller, WatchStreamExt, controller::Action, watcher},
 };
 use serde_json::json;
-use tracing::{Instrument, info, warn};
+use tracing::{info, warn};
 use windlass_api::{
-    Catalog, CatalogSpec, CatalogStatus, FIELD_MANAGER, MANAGED_BY_LABEL,
-    catalog::CatalogSourceType, observe::ReconcileMetrics,
+    Catalog, CatalogSpec, CatalogStatus, FIELD_MANAGER,
+    catalog::CatalogSourceType,
+    names::{controllers, labels},
+};
+use windlass_kit::{
+    Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner, status as status_write,
 };
 
 use crate::{
     credentials::{self, Credentials},
     source::{Reader, SourceError, keep_serving},
     status::{self, Failure, Observation, Transition},
-    store::CatalogStore,
 };
+use windlass_catalog_store::CatalogStore;
 
 /// Name of the Catalog `ensure_builtin` manages.
 pub const BUILTIN_NAME: &str = "builtin";
@@ -43,8 +42,6 @@ pub const BUILTIN_PRIORITY: i32 = -100;
 pub const BUILTIN_DISPLAY_NAME: &str = "windlass built-in samples";
 /// `spec.pollIntervalSeconds` when unset.
 pub const DEFAULT_POLL_INTERVAL_SECONDS: i64 = 600;
-/// Where pull Secrets live when `POD_NAMESPACE` is unset.
-pub const DEFAULT_NAMESPACE: &str = "windlass-system";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -52,11 +49,10 @@ pub enum Error {
     Status { name: String, source: kube::Error },
 }
 
-impl Error {
-    /// A stable label for metrics.
-    pub fn metric_label(&self) -> &'static str {
+impl ReconcileError for Error {
+    fn stage(&self) -> Stage {
         match self {
-            Error::Status { .. } => "status",
+            Error::Status { .. } => Stage::Report,
         }
     }
 }
@@ -73,13 +69,10 @@ pub struct Options {
 }
 
 impl Options {
-    /// `POD_NAMESPACE` (default `windlass-system`), every Catalog, retry failures after 60 s.
-    pub fn from_env() -> Options {
+    /// Pull Secrets in `namespace`, every Catalog, failures retried after 60 s.
+    pub fn new(namespace: impl Into<String>) -> Options {
         Options {
-            namespace: std::env::var("POD_NAMESPACE")
-                .ok()
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
+            namespace: namespace.into(),
             label_selector: None,
             retry_after_failure: Duration::from_secs(60),
         }
@@ -107,10 +100,8 @@ struct Gate {
 
 /// What every reconcile shares.
 pub struct Context {
-    client: Client,
+    shell: Shell,
     store: Arc<CatalogStore>,
-    metrics: Arc<dyn ReconcileMetrics>,
-    recorder: Recorder,
     reader: Reader,
     options: Options,
     polls: Mutex<HashMap<String, Poll>>,
@@ -137,40 +128,27 @@ pub fn describe_source(spec: &CatalogSpec) -> String {
     }
 }
 
-/// Runs the controller until `shutdown` resolves, with [`Options::from_env`].
+/// Runs the controller until `shutdown` resolves. Catalogs are cluster-scoped: every manager
+/// that runs this controller serves them all.
 pub async fn run(
     client: Client,
     store: Arc<CatalogStore>,
-    metrics: Arc<dyn ReconcileMetrics>,
-    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
-) {
-    run_with(client, store, metrics, Options::from_env(), shutdown).await
-}
-
-/// [`run`] with explicit options.
-pub async fn run_with(
-    client: Client,
-    store: Arc<CatalogStore>,
-    metrics: Arc<dyn ReconcileMetrics>,
+    metrics: Arc<dyn Metrics>,
     options: Options,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "windlass-catalog".into(),
-            instance: None,
-        },
-    );
     let mut config = watcher::Config::default();
     if let Some(selector) = &options.label_selector {
         config = config.labels(selector);
     }
     let ctx = Arc::new(Context {
-        client: client.clone(),
+        shell: Shell::new(
+            client.clone(),
+            Scope::cluster(),
+            controllers::CATALOG,
+            metrics,
+        ),
         store,
-        metrics,
-        recorder,
         reader: Reader::new(),
         options,
         polls: Mutex::default(),
@@ -182,15 +160,10 @@ pub async fn run_with(
         config.clone(),
         ctx.clone(),
     ));
-    Controller::new(catalogs, config)
+    let results = Controller::new(catalogs, config)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile_timed, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                warn!(%error, "catalog reconcile failed");
-            }
-        })
-        .await;
+        .run(reconcile_observed, runner::error_policy, ctx);
+    runner::drain(results).await;
     deletions.abort();
 }
 
@@ -262,7 +235,7 @@ impl Context {
             name: name.to_string(),
             message,
         };
-        let secret = Api::<Secret>::namespaced(self.client.clone(), namespace)
+        let secret = Api::<Secret>::namespaced(self.shell.client.clone(), namespace)
             .get_opt(name)
             .await
             .map_err(|e| fail(e.to_string()))?
@@ -324,21 +297,19 @@ impl Context {
     }
 }
 
-async fn reconcile_timed(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// One reconcile, observed like every controller's. A failed poll is not an error of the
+/// reconcile (it is reported in the Catalog's status and retried on its own schedule), but the
+/// metrics count it under what failed (`pull`, `invalid_content`, ...).
+async fn reconcile_observed(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Action, Error> {
     let start = Instant::now();
-    let span = tracing::info_span!("reconcile", catalog = %catalog.name_any());
-    let result = reconcile(catalog, ctx.clone()).instrument(span).await;
+    let span = tracing::info_span!("reconcile", kind = "Catalog", name = %catalog.name_any());
+    let result = tracing::Instrument::instrument(reconcile(catalog, ctx.clone()), span).await;
     let label = match &result {
         Ok((_, poll_failure)) => *poll_failure,
-        Err(error) => Some(error.metric_label()),
+        Err(error) => Some(error.stage().label()),
     };
-    ctx.metrics.reconciled(start.elapsed(), label);
+    ctx.shell.metrics.reconciled(start.elapsed(), label);
     result.map(|(action, _)| action)
-}
-
-fn error_policy(_catalog: Arc<Catalog>, error: &Error, _ctx: Arc<Context>) -> Action {
-    warn!(%error, "requeueing");
-    Action::requeue(Duration::from_secs(10))
 }
 
 /// One pass; also returns the metric label of a poll that failed in this pass.
@@ -361,7 +332,7 @@ async fn reconcile(
             .wait_after(poll, &catalog.spec)
             .is_some_and(|wait| poll.at.elapsed() >= wait),
     };
-    let mut failure_label = None;
+    let mut poll_failure = None;
     let source = describe_source(&catalog.spec);
     let poll = if due {
         if let Some(pending) = status::pending(
@@ -370,12 +341,12 @@ async fn reconcile(
             &source,
             Timestamp::now(),
         ) {
-            write_status(&ctx.client, &name, &pending).await?;
+            write_status(&ctx.shell.client, &name, &pending).await?;
         }
         let Some(poll) = ctx.poll(&catalog, &uid).await else {
             return Ok((Action::await_change(), None));
         };
-        failure_label = poll.failure.as_ref().map(|f| f.metric_label);
+        poll_failure = poll.failure.as_ref().map(|f| f.metric_label);
         ctx.polls
             .lock()
             .expect("poll records poisoned")
@@ -395,7 +366,7 @@ async fn reconcile(
         polled_at: poll.polled_at,
     };
     if let Some(update) = status::next(catalog.status.as_ref(), &observation) {
-        write_status(&ctx.client, &name, &update.status).await?;
+        write_status(&ctx.shell.client, &name, &update.status).await?;
         if let Some(transition) = update.transition {
             publish(&ctx, &catalog, transition).await;
         }
@@ -407,21 +378,11 @@ async fn reconcile(
                 .max(Duration::from_secs(1)),
         ),
     };
-    Ok((action, failure_label))
+    Ok((action, poll_failure))
 }
 
 async fn write_status(client: &Client, name: &str, status: &CatalogStatus) -> Result<(), Error> {
-    let patch = json!({
-        "apiVersion": Catalog::api_version(&()),
-        "kind": Catalog::kind(&()),
-        "status": status,
-    });
-    Api::<Catalog>::all(client.clone())
-        .patch_status(
-            name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
+    status_write::apply_status(&Api::<Catalog>::all(client.clone()), name, status, None)
         .await
         .map(|_| ())
         .map_err(|source| Error::Status {
@@ -431,32 +392,15 @@ async fn write_status(client: &Client, name: &str, status: &CatalogStatus) -> Re
 }
 
 async fn publish(ctx: &Context, catalog: &Catalog, transition: Transition) {
-    let (type_, reason, note) = match transition {
-        Transition::Serving { message } => (EventType::Normal, "Serving", message),
-        Transition::ContentChanged { message } => (EventType::Normal, "ContentUpdated", message),
-        Transition::Unreachable { reason, message } => (EventType::Warning, reason, message),
+    let notice = match transition {
+        Transition::Serving { message } => Notice::normal("Serving", message),
+        Transition::ContentChanged { message } => Notice::normal("ContentUpdated", message),
+        Transition::Unreachable { reason, message } => Notice::warning(reason, message),
     };
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(truncate(note, 1000)),
-        action: "Poll".into(),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &catalog.object_ref(&())).await {
-        warn!(%error, "publishing an event");
-    }
-}
-
-fn truncate(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut cut = max;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-    }
-    text
+    ctx.shell
+        .events
+        .publish(&catalog.object_ref(&()), &notice.action("Poll"))
+        .await;
 }
 
 /// The `builtin` Catalog as `ensure_builtin` applies it.
@@ -466,7 +410,7 @@ pub fn builtin_catalog() -> serde_json::Value {
         "kind": Catalog::kind(&()),
         "metadata": {
             "name": BUILTIN_NAME,
-            "labels": { MANAGED_BY_LABEL: FIELD_MANAGER },
+            "labels": { labels::MANAGED_BY: labels::MANAGED_BY_VALUE },
         },
         "spec": {
             "source": { "type": "BuiltIn" },
@@ -478,7 +422,7 @@ pub fn builtin_catalog() -> serde_json::Value {
 
 /// Whether windlass created this Catalog (so turning the built-in catalog off may delete it).
 pub fn created_by_windlass(catalog: &Catalog) -> bool {
-    catalog.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(FIELD_MANAGER)
+    catalog.labels().get(labels::MANAGED_BY).map(String::as_str) == Some(labels::MANAGED_BY_VALUE)
 }
 
 /// Creates (server-side apply) the `builtin` Catalog when `enabled`; otherwise deletes a
@@ -550,11 +494,5 @@ mod tests {
         let mut theirs = catalog.clone();
         theirs.metadata.labels = None;
         assert!(!created_by_windlass(&theirs));
-    }
-
-    #[test]
-    fn long_event_notes_are_cut_on_a_character_boundary() {
-        assert_eq!(truncate("ééé".into(), 3), "é");
-        assert_eq!(truncate("short".into(), 10), "short");
     }
 }

@@ -7,21 +7,19 @@ use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 use windlass_api::catalog::{CatalogSource, CatalogSourceType};
-use windlass_bundle::{
-    FileTree,
-    oci::{self, OciError, RegistryOptions},
-};
+use windlass_bundle::FileTree;
 use windlass_catalog::{
     Catalog,
     fbc::{CONFIGS_LABEL, read_tree},
     load::{LoadIssue, Loaded, read_images},
 };
+use windlass_oci::{self as oci, OciError, RegistryOptions};
 
 use crate::{
     builtin::{BuiltinCatalog, BuiltinError},
     credentials::{Credentials, auth_for},
-    store::{BundleContent, BundleLocation, CatalogStore, ServedCatalog},
 };
+use windlass_catalog_store::{BundleContent, BundleLocation, CatalogStore, ServedCatalog};
 
 /// Bundle images pulled at once.
 const PARALLEL_PULLS: usize = 4;

@@ -2,18 +2,14 @@
 //! nothing" is a unit test.
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use windlass_api::names::{conditions, reasons};
 use windlass_api::{
     CatalogStatus,
     catalog::CatalogPhase,
     condition::{Condition, ConditionStatus, set_condition},
 };
 
-use crate::store::ServedCatalog;
-
-/// The condition type every Catalog carries.
-pub const SERVING: &str = "Serving";
-/// Reason of a `Serving=True` condition.
-pub const CONTENT_SERVED: &str = "ContentServed";
+use windlass_catalog_store::ServedCatalog;
 
 /// Why the last poll failed, as the status and metrics show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,7 +93,7 @@ pub fn pending(
     set_condition(
         &mut status.conditions,
         Condition::new(
-            SERVING,
+            conditions::catalog::SERVING,
             ConditionStatus::Unknown,
             "Reading",
             format!("reading {source}"),
@@ -131,7 +127,12 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
                     observation.without_image.join(", ")
                 ));
             }
-            Condition::new(SERVING, ConditionStatus::True, CONTENT_SERVED, message)
+            Condition::new(
+                conditions::catalog::SERVING,
+                ConditionStatus::True,
+                reasons::catalog::CONTENT_SERVED,
+                message,
+            )
         }
         (failure, served) => {
             let (reason, error) = match failure {
@@ -147,7 +148,7 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
                 None => "; nothing is served from this catalog".to_string(),
             };
             Condition::new(
-                SERVING,
+                conditions::catalog::SERVING,
                 ConditionStatus::False,
                 reason,
                 format!("{error}{kept}"),

@@ -1,7 +1,8 @@
 use std::collections::BTreeMap;
+use windlass_api::names::{conditions, reasons};
 
-use windlass_bundle::oci::RegistryOptions;
 use windlass_catalog::{Catalog, Package};
+use windlass_oci::RegistryOptions;
 
 use super::*;
 
@@ -49,7 +50,7 @@ fn observe<'a>(
 }
 
 fn serving_condition(status: &CatalogStatus) -> &Condition {
-    windlass_api::condition::find(&status.conditions, SERVING).unwrap()
+    windlass_api::condition::find(&status.conditions, conditions::catalog::SERVING).unwrap()
 }
 
 #[test]
@@ -64,7 +65,7 @@ fn the_first_good_read_says_serving_with_digest_and_packages() {
     assert_eq!(status.last_successful_poll_time, Some(Time(at(10))));
     let condition = serving_condition(status);
     assert_eq!(condition.status, ConditionStatus::True);
-    assert_eq!(condition.reason, CONTENT_SERVED);
+    assert_eq!(condition.reason, reasons::catalog::CONTENT_SERVED);
     assert_eq!(condition.observed_generation, Some(1));
     assert!(
         condition.message.contains("image r/c:1"),

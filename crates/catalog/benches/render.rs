@@ -1,7 +1,7 @@
 //! Corpus render speed against plain YAML parsing with the same parser.
 //!
 //! `cargo bench -p windlass-catalog --bench render [-- parse|render]` prints, for the corpus at
-//! `WINDLASS_CORPUS` (default `../shared/corpus`): the time to parse every YAML document of
+//! `WINDLASS_CORPUS` (default `../shared/corpus`; without one it says so and measures nothing): the time to parse every YAML document of
 //! every file into generic values (read from disk, on as many threads as the render uses), the
 //! time to read and render the whole catalog as `catalog render` does, and their ratio. Each is
 //! the best of a few runs. Run it under `taskset -c 0` for one core; `/usr/bin/time -v` with one
@@ -9,13 +9,6 @@
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn corpus() -> PathBuf {
-    std::env::var("WINDLASS_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
-        .join("operatorhub")
-}
 
 fn yaml_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -90,7 +83,9 @@ fn main() {
         .skip(1)
         .find(|a| a == "parse" || a == "render")
         .unwrap_or_else(|| "both".into());
-    let root = corpus();
+    let Some(root) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
     let files = yaml_files(&root);
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())

@@ -3,6 +3,7 @@
 //! A catalog is packages -> channels -> entries -> bundles. Upgrade edges (`replaces`, `skips`,
 //! `olm.skipRange`) are kept here as plain data; the graph algorithms live in the resolver.
 
+pub mod constraint;
 pub mod fbc;
 pub mod lint;
 pub mod load;
@@ -11,5 +12,6 @@ pub mod name;
 pub mod range;
 pub mod validate;
 
+pub use constraint::Constraint;
 pub use load::{LoadError, load_catalog, load_catalogs};
 pub use model::{Bundle, Catalog, Channel, ChannelEntry, Deprecation, Package, Property};

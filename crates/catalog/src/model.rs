@@ -149,6 +149,18 @@ impl Bundle {
         })
     }
 
+    /// The values of this bundle's `olm.constraint` properties, as written (parse them with
+    /// [`crate::Constraint::parse`]). Read from the kept JSON text on each call: few bundles
+    /// carry constraints, so they are not kept parsed.
+    pub fn constraint_values(&self) -> impl Iterator<Item = serde_json::Value> + '_ {
+        self.properties.iter().filter_map(|p| match p {
+            Property::Other { type_, value } if type_ == crate::constraint::CONSTRAINT_TYPE => {
+                Some(value.to_value())
+            }
+            _ => None,
+        })
+    }
+
     /// Packages this bundle needs, each with the version range as written.
     pub fn required_packages(&self) -> impl Iterator<Item = (&str, &str)> {
         self.properties.iter().filter_map(|p| match p {

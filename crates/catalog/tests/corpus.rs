@@ -1,30 +1,14 @@
 //! Every real OperatorHub package renders with no bundle lost, and package-manifest channel
 //! heads equal the `currentCSV` their package file declares.
 //!
-//! The corpus lives at `../shared/corpus` from the repository root (override with
-//! `WINDLASS_CORPUS`; `WINDLASS_CORPUS=skip` skips on purpose). A missing corpus fails loudly.
+//! Without the corpus (`../shared/corpus` beside the checkout, or `WINDLASS_CORPUS`) they skip
+//! and say so; see `windlass_corpus`.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use windlass_catalog::load::{IssueKind, read_catalog};
 use windlass_catalog::validate::channel_heads;
-
-fn corpus() -> Option<PathBuf> {
-    match std::env::var("WINDLASS_CORPUS") {
-        Ok(v) if v == "skip" => None,
-        Ok(v) => Some(PathBuf::from(v)),
-        Err(_) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")),
-    }
-    .map(|root| {
-        assert!(
-            root.is_dir(),
-            "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)",
-            root.display()
-        );
-        root.join("operatorhub")
-    })
-}
 
 /// CSV files on disk, found independently of the loader: every YAML file whose text declares
 /// `kind: ClusterServiceVersion`.
@@ -50,7 +34,9 @@ fn csv_files_on_disk(root: &Path) -> usize {
 
 #[test]
 fn every_corpus_package_renders_with_no_bundle_lost() {
-    let Some(root) = corpus() else { return };
+    let Some(root) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
     let loaded = read_catalog(&root).expect("corpus reads");
     let lost: Vec<String> = loaded
         .issues
@@ -93,7 +79,9 @@ fn every_corpus_package_renders_with_no_bundle_lost() {
 
 #[test]
 fn package_manifest_channel_heads_equal_current_csv() {
-    let Some(root) = corpus() else { return };
+    let Some(root) = windlass_corpus::operatorhub_or_skip() else {
+        return;
+    };
     let loaded = read_catalog(&root).expect("corpus reads");
     let missing: BTreeSet<(String, String)> = loaded
         .issues

@@ -2,6 +2,7 @@
 //! for `<service>.<namespace>.svc`, kept in a Secret and rotated well before they expire.
 
 use std::collections::BTreeMap;
+use windlass_api::names::annotations;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use rcgen::{
@@ -13,8 +14,6 @@ use rcgen::{
 pub const VALIDITY: SignedDuration = SignedDuration::from_hours(24 * 365);
 /// Certificates are replaced when less than this remains, so a webhook never serves an expired one.
 pub const ROTATE_BEFORE: SignedDuration = SignedDuration::from_hours(24 * 30);
-/// Secret annotation recording when the certificate in it expires.
-pub const NOT_AFTER_ANNOTATION: &str = "windlass.dev/certificate-not-after";
 
 #[derive(Debug, thiserror::Error)]
 #[error("generating a serving certificate for {subject}: {source}")]
@@ -57,7 +56,10 @@ impl ServingCert {
             ca_pem: text("ca.crt")?,
             cert_pem: text("tls.crt")?,
             key_pem: text("tls.key")?,
-            not_after: annotations.get(NOT_AFTER_ANNOTATION)?.parse().ok()?,
+            not_after: annotations
+                .get(annotations::CERTIFICATE_NOT_AFTER)?
+                .parse()
+                .ok()?,
         })
     }
 
@@ -141,7 +143,11 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k, v.into_bytes()))
             .collect();
-        let annotations = [(NOT_AFTER_ANNOTATION.to_string(), cert.not_after.to_string())].into();
+        let annotations = [(
+            annotations::CERTIFICATE_NOT_AFTER.to_string(),
+            cert.not_after.to_string(),
+        )]
+        .into();
         let back = ServingCert::from_secret(&data, &annotations).unwrap();
         assert_eq!(back, cert);
 

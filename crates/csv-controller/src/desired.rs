@@ -2,16 +2,14 @@
 //! Deployments. Pure: plain values in, JSON objects out.
 
 use std::collections::BTreeSet;
+use windlass_api::names::annotations;
 
 use serde_json::{Value, json};
 use windlass_api::OperatorConfig;
 use windlass_bundle::csv::{ClusterServiceVersion as OlmCsv, Permissions};
 
-use crate::names::{self, CSV_LABEL, CSV_NAMESPACE_LABEL, MANAGED_BY_VALUE};
-
-/// Pod-template annotation operator-sdk operators read their watch namespaces from.
-pub const TARGET_NAMESPACES_ANNOTATION: &str = "olm.targetNamespaces";
-pub const OPERATOR_NAMESPACE_ANNOTATION: &str = "olm.operatorNamespace";
+use crate::names;
+use windlass_api::names::labels;
 
 /// Everything the builders need to know about one CSV.
 pub struct InstallContext<'a> {
@@ -53,9 +51,9 @@ impl InstallContext<'_> {
     /// Labels every object carries so it can be found (and removed) by its CSV.
     pub fn labels(&self) -> Value {
         json!({
-            windlass_api::MANAGED_BY_LABEL: MANAGED_BY_VALUE,
-            CSV_LABEL: names::label_value(self.csv_name),
-            CSV_NAMESPACE_LABEL: names::label_value(self.namespace),
+            labels::MANAGED_BY: labels::MANAGED_BY_VALUE,
+            labels::CSV: names::label_value(self.csv_name),
+            labels::CSV_NAMESPACE: names::label_value(self.namespace),
         })
     }
 
@@ -217,8 +215,8 @@ fn deployments(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
             if !annotations.is_object() {
                 *annotations = json!({});
             }
-            annotations[TARGET_NAMESPACES_ANNOTATION] = json!(targets);
-            annotations[OPERATOR_NAMESPACE_ANNOTATION] = json!(ctx.namespace);
+            annotations[annotations::OLM_TARGET_NAMESPACES] = json!(targets);
+            annotations[annotations::OLM_OPERATOR_NAMESPACE] = json!(ctx.namespace);
             let mut pod_metadata = template["metadata"].take();
             apply_config(&mut template["spec"], &mut pod_metadata, ctx.config);
             template["metadata"] = pod_metadata;

@@ -5,7 +5,6 @@
 //! The deciding logic is pure and lives in its own modules ([`desired`], [`webhooks`],
 //! [`requirements`], [`health`], [`phase`]); [`reconcile`] only gathers, applies and reports.
 
-pub mod apply;
 pub mod certs;
 pub mod desired;
 pub mod health;
@@ -16,6 +15,3 @@ pub mod requirements;
 pub mod webhooks;
 
 pub use reconcile::{Context, Error, run};
-
-/// The finalizer that removes a CSV's cluster-scoped objects.
-pub const FINALIZER: &str = "windlass.dev/csv-cleanup";

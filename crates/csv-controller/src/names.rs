@@ -2,12 +2,6 @@
 
 use sha2::{Digest, Sha256};
 
-/// Label naming the CSV that created an object (bounded to a label value's 63 characters).
-pub const CSV_LABEL: &str = "windlass.dev/csv";
-/// Label naming that CSV's namespace.
-pub const CSV_NAMESPACE_LABEL: &str = "windlass.dev/csv-namespace";
-pub const MANAGED_BY_VALUE: &str = "windlass";
-
 /// Joins parts with `-`; when the result exceeds `max`, keeps a prefix and appends a short hash
 /// of the whole, so distinct inputs stay distinct and the name stays stable across reconciles.
 pub fn bounded(parts: &[&str], max: usize) -> String {

@@ -8,17 +8,7 @@ use windlass_api::CsvPhase;
 use crate::health::Health;
 
 /// OLM's reasons, so tooling that reads OLM CSVs reads ours.
-pub mod reason {
-    pub const REQUIREMENTS_NOT_MET: &str = "RequirementsNotMet";
-    pub const ALL_REQUIREMENTS_MET: &str = "AllRequirementsMet";
-    pub const INSTALL_WAITING: &str = "InstallWaiting";
-    pub const INSTALL_SUCCEEDED: &str = "InstallSucceeded";
-    pub const INSTALL_CHECK_FAILED: &str = "InstallCheckFailed";
-    pub const COMPONENT_UNHEALTHY: &str = "ComponentUnhealthy";
-    pub const BEING_REPLACED: &str = "BeingReplaced";
-    pub const REPLACED: &str = "Replaced";
-    pub const INVALID_STRATEGY: &str = "InvalidInstallStrategy";
-}
+pub use windlass_api::names::reasons::csv as reason;
 
 /// The CSV that names this one in `supersedes`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,7 +3,6 @@
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use futures::StreamExt;
 use k8s_openapi::{
     api::{apps::v1::Deployment, core::v1::Secret},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
@@ -13,29 +12,27 @@ use k8s_openapi::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{Patch, PatchParams},
-    runtime::{
-        Controller,
-        controller::Action,
-        events::{EventType, Recorder, Reporter},
-        finalizer::{Event as Finalizer, finalizer},
-        reflector::ObjectRef,
-        watcher,
-    },
+    runtime::{Controller, controller::Action, reflector::ObjectRef, watcher},
 };
 use serde_json::{Value, json};
-use tracing::{info, warn};
+use tracing::info;
 use windlass_api::{
     ClusterServiceVersion, CsvPhase, FIELD_MANAGER,
     condition::{Condition, ConditionStatus, set_condition},
     config::DEFAULT_PROGRESS_DEADLINE_SECONDS,
     csv::ObjectReference,
+    names::{conditions, controllers, finalizers, labels, reasons},
 };
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
+use windlass_kit::{
+    Applier, ApplyError, Metrics, Notice, ObjectKey, ReconcileError, Scope, Shell, Stage,
+    runner::{self, FromFinalizerError},
+    status,
+};
 
 use crate::{
-    FINALIZER, apply, certs,
+    certs,
     desired::{self, DesiredObject, InstallContext},
-    names,
     phase::{self, Inputs},
     requirements::{self, Observed},
     webhooks,
@@ -43,66 +40,65 @@ use crate::{
 
 mod cluster_state;
 mod removal;
-mod reporting;
 
 use cluster_state::{find_successor, observe, observe_health};
 use removal::{cleanup, prune};
-use reporting::{publish, write_status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("reading {what}: {source}")]
     Read { what: String, source: kube::Error },
-    #[error("applying {kind} {name}: {source}")]
-    Apply {
-        kind: String,
-        name: String,
-        source: apply::ApplyError,
-    },
-    #[error("removing {kind} {name}: {source}")]
-    Cleanup {
-        kind: String,
-        name: String,
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    #[error("removing {what}: {source}")]
+    Cleanup { what: String, source: ApplyError },
     #[error("writing the status of {name}: {source}")]
     Status { name: String, source: kube::Error },
     #[error("{0}")]
     Certificate(#[from] certs::CertError),
-    #[error("finalizer: {0}")]
-    Finalizer(String),
+    #[error("finalizer of {object}: {message}")]
+    Finalizer { object: String, message: String },
 }
 
-impl Error {
-    /// A stable label for metrics.
-    pub fn metric_label(&self) -> &'static str {
+impl ReconcileError for Error {
+    fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } => "read",
-            Error::Apply { .. } => "apply",
-            Error::Cleanup { .. } => "cleanup",
-            Error::Status { .. } => "status",
-            Error::Certificate(_) => "certificate",
-            Error::Finalizer(_) => "finalizer",
+            Error::Read { .. } => Stage::Read,
+            Error::Apply(_) => Stage::Apply,
+            Error::Certificate(_) => Stage::Build,
+            Error::Status { .. } => Stage::Report,
+            Error::Cleanup { .. } | Error::Finalizer { .. } => Stage::Cleanup,
         }
+    }
+
+    fn is_conflict(&self) -> bool {
+        match self {
+            Error::Apply(e) | Error::Cleanup { source: e, .. } => e.is_conflict(),
+            Error::Status { source, .. } => matches!(source, kube::Error::Api(s) if s.code == 409),
+            _ => false,
+        }
+    }
+}
+
+impl FromFinalizerError for Error {
+    fn from_finalizer(object: String, message: String) -> Self {
+        Error::Finalizer { object, message }
     }
 }
 
 /// What every reconcile shares.
 pub struct Context {
-    pub client: Client,
-    pub recorder: Recorder,
+    pub shell: Shell,
+    pub applier: Applier,
     /// The apiserver's version, read once at start.
     pub server_version: Option<semver::Version>,
-    /// Counts reconciles and failures, for `/metrics`.
-    pub metrics: Arc<dyn ReconcileMetrics>,
 }
 
-pub use windlass_api::observe::ReconcileMetrics;
-
-/// Runs the controller until `shutdown` resolves.
+/// Runs the controller over `scope` until `shutdown` resolves.
 pub async fn run(
     client: Client,
-    metrics: Arc<dyn ReconcileMetrics>,
+    scope: Scope,
+    metrics: Arc<dyn Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let server_version = client
@@ -110,30 +106,16 @@ pub async fn run(
         .await
         .ok()
         .and_then(|info| requirements::parse_kube_version(&info.git_version));
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "windlass-csv".into(),
-            instance: None,
-        },
-    );
+    let csvs = scope.api::<ClusterServiceVersion>(&client);
+    let deployments = scope.api::<Deployment>(&client);
     let ctx = Arc::new(Context {
-        client: client.clone(),
-        recorder,
+        applier: Applier::new(client.clone()),
+        shell: Shell::new(client, scope, controllers::CLUSTER_SERVICE_VERSION, metrics),
         server_version,
-        metrics,
     });
-    let csvs = Api::<ClusterServiceVersion>::all(client.clone());
-    let deployments = Api::<Deployment>::all(client.clone());
-    Controller::new(csvs.clone(), watcher::Config::default())
-        .owns(
-            deployments,
-            watcher::Config::default().labels(&format!(
-                "{}={}",
-                windlass_api::MANAGED_BY_LABEL,
-                names::MANAGED_BY_VALUE
-            )),
-        )
+    let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
+    let results = Controller::new(csvs.clone(), watcher::Config::default())
+        .owns(deployments, watcher::Config::default().labels(&managed))
         // A successor's progress decides the fate of the CSV it supersedes.
         .watches(
             csvs,
@@ -147,31 +129,19 @@ pub async fn run(
             },
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile_timed, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                warn!(%error, "csv reconcile failed");
-            }
-        })
-        .await;
-}
-
-async fn reconcile_timed(
-    csv: Arc<ClusterServiceVersion>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
-    let start = std::time::Instant::now();
-    let result = reconcile(csv, ctx.clone()).await;
-    ctx.metrics.reconciled(
-        start.elapsed(),
-        result.as_ref().err().map(Error::metric_label),
-    );
-    result
-}
-
-fn error_policy(_csv: Arc<ClusterServiceVersion>, error: &Error, _ctx: Arc<Context>) -> Action {
-    warn!(%error, "requeueing");
-    Action::requeue(Duration::from_secs(10))
+        .run(
+            |csv, ctx: Arc<Context>| async move {
+                runner::observed(
+                    ctx.shell.metrics.as_ref(),
+                    csv.as_ref(),
+                    reconcile(csv.clone(), ctx.clone()),
+                )
+                .await
+            },
+            runner::error_policy,
+            ctx,
+        );
+    runner::drain(results).await;
 }
 
 pub async fn reconcile(
@@ -179,21 +149,20 @@ pub async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let namespace = csv.namespace().unwrap_or_default();
-    let api = Api::<ClusterServiceVersion>::namespaced(ctx.client.clone(), &namespace);
-    let span = tracing::info_span!("reconcile", csv = %csv.name_any(), namespace = %namespace);
-    let _guard = span.enter();
-    finalizer(&api, FINALIZER, csv, |event| async {
-        match event {
-            Finalizer::Apply(csv) => install(&csv, &ctx).await,
-            Finalizer::Cleanup(csv) => cleanup(&csv, &ctx).await,
-        }
-    })
+    let api = Api::<ClusterServiceVersion>::namespaced(ctx.shell.client.clone(), &namespace);
+    let ctx = &*ctx;
+    runner::with_finalizer(
+        &api,
+        finalizers::CSV_CLEANUP,
+        csv,
+        |csv| async move { install(&csv, ctx).await },
+        |csv| async move { cleanup(&csv, ctx).await },
+    )
     .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e)
-        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer(other.to_string()),
-    })
+}
+
+fn csv_api(client: &Client, csv: &ClusterServiceVersion) -> Api<ClusterServiceVersion> {
+    Api::namespaced(client.clone(), &csv.namespace().unwrap_or_default())
 }
 
 fn owner_reference(csv: &ClusterServiceVersion) -> Value {
@@ -208,7 +177,7 @@ fn owner_reference(csv: &ClusterServiceVersion) -> Value {
 }
 
 async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, Error> {
-    let client = &ctx.client;
+    let client = &ctx.shell.client;
     let name = csv.name_any();
     let namespace = csv.namespace().unwrap_or_default();
     let status = csv.status.clone().unwrap_or_default();
@@ -260,19 +229,13 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         match build_all(client, &ctx_install, now).await {
             Ok((objects, conversions)) => {
                 for object in &objects {
-                    apply::apply(client, &object.object, FIELD_MANAGER)
-                        .await
-                        .map_err(|source| Error::Apply {
-                            kind: object.kind().into(),
-                            name: object.name().into(),
-                            source,
-                        })?;
+                    ctx.applier.apply(&object.object).await?;
                 }
                 for (crd, patch) in conversions {
                     patch_conversion(client, &crd, &patch).await?;
                 }
                 external = objects.iter().filter(|o| !o.owned).map(reference).collect();
-                prune(client, csv, &objects).await?;
+                prune(&ctx.applier, csv, &objects).await?;
                 inputs.health = Some(observe_health(client, &namespace, def).await?);
             }
             Err(message) => inputs.invalid_strategy = Some(message),
@@ -306,8 +269,13 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     };
     set_condition(
         &mut new_status.conditions,
-        Condition::new("Ready", ready, decision.reason, decision.message.clone())
-            .observed(csv.metadata.generation),
+        Condition::new(
+            conditions::csv::READY,
+            ready,
+            decision.reason,
+            decision.message.clone(),
+        )
+        .observed(csv.metadata.generation),
         now,
     );
     // What windlass changed to install a legacy bundle (converted CRDs and removed APIs) is
@@ -316,16 +284,21 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         && set_condition(
             &mut new_status.conditions,
             Condition::new(
-                "LegacyAPIsConverted",
+                conditions::csv::LEGACY_APIS_CONVERTED,
                 ConditionStatus::True,
-                "Converted",
+                reasons::csv::CONVERTED,
                 csv.spec.conversions.join("; "),
             )
             .observed(csv.metadata.generation),
             now,
         );
     if new_status != status {
-        write_status(client, csv, &new_status).await?;
+        status::apply_status(&csv_api(client, csv), &name, &new_status, None)
+            .await
+            .map_err(|source| Error::Status {
+                name: name.clone(),
+                source,
+            })?;
     }
     if conversions_new {
         let note = format!(
@@ -333,31 +306,41 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             csv.spec.conversions.len(),
             csv.spec.conversions.join("; ")
         );
-        publish(ctx, csv, EventType::Normal, "LegacyAPIsConverted", note).await;
+        let notice = Notice::normal(conditions::csv::LEGACY_APIS_CONVERTED, note);
+        ctx.shell
+            .events
+            .publish(&csv.object_ref(&()), &notice)
+            .await;
     }
     if changed_phase {
-        let type_ = if decision.phase == CsvPhase::Failed {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        };
         let note = format!("{:?}: {}", decision.phase, decision.message);
-        publish(ctx, csv, type_, decision.reason, note).await;
+        let notice = if decision.phase == CsvPhase::Failed {
+            Notice::warning(decision.reason, note)
+        } else {
+            Notice::normal(decision.reason, note)
+        };
+        ctx.shell
+            .events
+            .publish(&csv.object_ref(&()), &notice)
+            .await;
         info!(phase = ?decision.phase, reason = decision.reason, "phase changed");
     }
 
     match decision.phase {
         CsvPhase::Deleting => {
-            let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &namespace);
-            if let Err(e) = api.delete(&name, &Default::default()).await
-                && !matches!(&e, kube::Error::Api(r) if r.code == 404)
-            {
-                return Err(Error::Cleanup {
-                    kind: "ClusterServiceVersion".into(),
-                    name,
-                    source: e,
-                });
-            }
+            let key = ObjectKey {
+                api_version: ClusterServiceVersion::api_version(&()).into_owned(),
+                kind: ClusterServiceVersion::kind(&()).into_owned(),
+                namespace: Some(namespace),
+                name,
+            };
+            ctx.applier
+                .delete(&key)
+                .await
+                .map_err(|source| Error::Cleanup {
+                    what: key.to_string(),
+                    source,
+                })?;
             Ok(Action::await_change())
         }
         CsvPhase::Installing | CsvPhase::InstallReady => {
@@ -484,7 +467,8 @@ async fn patch_conversion(client: &Client, crd: &str, patch: &Value) -> Result<(
     let Some(existing) = existing else {
         return Ok(());
     };
-    if apply::is_subset(patch, &serde_json::to_value(&existing).unwrap_or_default()) {
+    if windlass_kit::compare::is_subset(patch, &serde_json::to_value(&existing).unwrap_or_default())
+    {
         return Ok(());
     }
     // A merge patch (not an apply) so the Blueprint's apply of the CRD does not take the
@@ -499,9 +483,15 @@ async fn patch_conversion(client: &Client, crd: &str, patch: &Value) -> Result<(
     )
     .await
     .map(|_| ())
-    .map_err(|source| Error::Apply {
-        kind: "CustomResourceDefinition".into(),
-        name: crd.into(),
-        source: source.into(),
+    .map_err(|source| {
+        Error::Apply(ApplyError::Write {
+            key: ObjectKey {
+                api_version: "apiextensions.k8s.io/v1".into(),
+                kind: "CustomResourceDefinition".into(),
+                namespace: None,
+                name: crd.into(),
+            },
+            source,
+        })
     })
 }

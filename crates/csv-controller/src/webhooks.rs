@@ -161,7 +161,7 @@ pub fn build(
                     "metadata": {
                         "name": cert_secret_name(deployment),
                         "namespace": ctx.namespace,
-                        "annotations": {crate::certs::NOT_AFTER_ANNOTATION: cert.not_after.to_string()},
+                        "annotations": {windlass_api::names::annotations::CERTIFICATE_NOT_AFTER: cert.not_after.to_string()},
                     },
                     "data": cert.secret_data().iter().map(|(k, v)| (k.clone(), base64(v.as_bytes()))).collect::<serde_json::Map<_, _>>(),
                 }),

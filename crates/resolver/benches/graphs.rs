@@ -1,29 +1,17 @@
 //! Building the upgrade graph of every channel of the real corpus.
 //!
-//! Reads the corpus from `WINDLASS_CORPUS` or `../shared/corpus` (from the repository root);
-//! loading is outside the measured part.
-
-use std::path::{Path, PathBuf};
+//! Reads the corpus from `WINDLASS_CORPUS` or `../shared/corpus` beside the checkout (without
+//! one it says so and measures nothing); loading is outside the measured part.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use windlass_resolver::UpgradeGraph;
 
-fn corpus() -> PathBuf {
-    std::env::var("WINDLASS_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
-        .join("operatorhub")
-}
-
 fn graphs(c: &mut Criterion) {
-    let root = corpus();
-    let catalog = match windlass_catalog::load_catalog(&root) {
-        Ok(catalog) => catalog,
-        Err(e) => panic!(
-            "the graph bench needs the corpus at {}: {e}",
-            root.display()
-        ),
+    let Some(root) = windlass_corpus::operatorhub_or_skip() else {
+        return;
     };
+    let catalog = windlass_catalog::load_catalog(&root)
+        .unwrap_or_else(|e| panic!("loading the corpus at {}: {e}", root.display()));
     let channels: usize = catalog.packages.values().map(|p| p.channels.len()).sum();
     eprintln!("{} packages, {channels} channels", catalog.packages.len());
     c.bench_function("build every corpus channel graph", |b| {

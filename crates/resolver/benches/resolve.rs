@@ -50,5 +50,28 @@ fn resolve(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, resolve);
+/// Catalogs with `olm.constraint`s (see `synthetic::generate_with_constraints`). A resolver
+/// keeps what it learnt about a constraint, so each iteration builds a fresh one: the numbers
+/// include the index and every CEL evaluation the request needs.
+fn constraints(c: &mut Criterion) {
+    let mut group = c.benchmark_group("constraints");
+    group.sample_size(10);
+    for packages in [200, 2000] {
+        let catalog = synthetic::generate_with_constraints(packages, 50, 10);
+        for count in [1, 20] {
+            let request = Request {
+                installed: vec![],
+                subscriptions: subscriptions(packages, count),
+            };
+            group.bench_with_input(
+                BenchmarkId::new(format!("index and {count} subscription(s), cold"), packages),
+                &request,
+                |b, req| b.iter(|| Resolver::new(&catalog).resolve(req).map(|p| p.steps.len())),
+            );
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, resolve, constraints);
 criterion_main!(benches);

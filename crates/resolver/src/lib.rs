@@ -10,10 +10,16 @@
 //!   order, or an [`solve::Unsatisfiable`] explanation (short text plus a serialisable tree).
 //! - [`render`]: the upgrade graph as Graphviz dot or Mermaid.
 //!
+//! An `olm.constraint` requirement (a predicate over one candidate bundle, see
+//! `windlass_catalog::constraint`) is met like an API requirement: by any chosen bundle that
+//! satisfies it, the bundle carrying it included. Its candidates are computed the first time a
+//! resolution reaches it and kept with the [`Resolver`], so a CEL rule is evaluated once per
+//! catalog bundle it can concern, not once per request.
+//!
 //! # Why a search of our own rather than a SAT or PubGrub library
 //!
-//! The problem (one bundle per package, one owner per API, package and API requirements,
-//! ordered preferences) is small per request: OLM catalogs hold thousands of bundles, but a
+//! The problem (one bundle per package, one owner per API, package, API and `olm.constraint`
+//! requirements, ordered preferences) is small per request: OLM catalogs hold thousands of bundles, but a
 //! subscription touches a handful of packages. What matters is (1) completeness, (2) preferences
 //! applied in a fixed order so the same input gives the same answer, and (3) explanations in the
 //! catalog's own terms. `pubgrub` models "one version per package" natively but not "one owner

@@ -4,7 +4,9 @@
 //! Bundles are named `<package>.v<version>`; APIs are `<Kind>` in group `test.windlass.dev`,
 //! version `v1`, so tests read like the catalogs they describe.
 
-use windlass_catalog::{Bundle, Catalog, Channel, ChannelEntry, Package, Property, model::Gvk};
+use windlass_catalog::{
+    Bundle, Catalog, Channel, ChannelEntry, Package, Property, model::Gvk, model::RawJson,
+};
 
 pub const GROUP: &str = "test.windlass.dev";
 
@@ -175,6 +177,24 @@ impl BundleSpec<'_> {
         });
         self
     }
+
+    /// The bundle carries an `olm.constraint` with this value (written as in a catalog).
+    pub fn constraint(mut self, value: serde_json::Value) -> Self {
+        self.props().push(Property::Other {
+            type_: windlass_catalog::constraint::CONSTRAINT_TYPE.into(),
+            value: RawJson::from_value(&value),
+        });
+        self
+    }
+
+    /// The bundle carries any other property.
+    pub fn property(mut self, type_: &str, value: serde_json::Value) -> Self {
+        self.props().push(Property::Other {
+            type_: type_.into(),
+            value: RawJson::from_value(&value),
+        });
+        self
+    }
 }
 
 /// A deterministic catalog shaped like a large real one: `packages` packages with `versions`
@@ -214,4 +234,45 @@ pub fn generate(packages: usize, versions: usize) -> Catalog {
         }
     }
     b.finish()
+}
+
+/// [`generate`] with `olm.constraint`s on every `every`-th package (providers excepted): its
+/// bundles carry a CEL rule asking for the next package at `1.<versions/2>.0` or newer through
+/// `semver_compare` (a rule OLM weighs against every bundle of the catalog), and the package
+/// after it an `any` of that range and the package's shared API (weighed against that package's
+/// bundles and the API's owners only).
+pub fn generate_with_constraints(packages: usize, versions: usize, every: usize) -> Catalog {
+    let mut catalog = generate(packages, versions);
+    let providers = (packages / 50).clamp(1, 20);
+    let every = every.max(2);
+    for (i, package) in catalog.packages.values_mut().enumerate() {
+        if i + 2 >= packages - providers {
+            break;
+        }
+        let next = format!("pkg{:05}", i + 1);
+        let half = format!("1.{}.0", versions / 2);
+        let value = match i % every {
+            0 => serde_json::json!({
+                "failureMessage": format!("needs {next} {half} or newer"),
+                "cel": {"rule": format!(
+                    "properties.exists(p, p.type == 'olm.package' && p.value.packageName == '{next}' \
+                     && semver_compare(p.value.version, '{half}') >= 0)"
+                )},
+            }),
+            1 => serde_json::json!({
+                "any": {"constraints": [
+                    {"package": {"packageName": next, "versionRange": format!(">={half}")}},
+                    {"gvk": {"group": GROUP, "version": "v1", "kind": format!("Shared{}", i % providers)}},
+                ]},
+            }),
+            _ => continue,
+        };
+        for bundle in package.bundles.values_mut() {
+            bundle.properties.push(Property::Other {
+                type_: windlass_catalog::constraint::CONSTRAINT_TYPE.into(),
+                value: RawJson::from_value(&value),
+            });
+        }
+    }
+    catalog
 }

@@ -1,10 +1,8 @@
 //! The real OperatorHub corpus: every non-head entry of every valid channel has an `olm` upgrade
 //! path that ends at the head, each hop a real edge; and every package resolves or says why not.
 //!
-//! The corpus lives at `../shared/corpus` from the repository root (override with
-//! `WINDLASS_CORPUS`; `WINDLASS_CORPUS=skip` skips on purpose). A missing corpus fails loudly.
-
-use std::path::{Path, PathBuf};
+//! Without the corpus (`../shared/corpus` beside the checkout, or `WINDLASS_CORPUS`) they skip
+//! and say so; see `windlass_corpus`.
 
 use windlass_catalog::{Catalog, load_catalog};
 use windlass_resolver::{
@@ -12,24 +10,8 @@ use windlass_resolver::{
     policy::{HopKind, Start, upgrade_path},
 };
 
-fn corpus() -> Option<PathBuf> {
-    match std::env::var("WINDLASS_CORPUS") {
-        Ok(v) if v == "skip" => None,
-        Ok(v) => Some(PathBuf::from(v)),
-        Err(_) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")),
-    }
-    .map(|root| {
-        assert!(
-            root.is_dir(),
-            "corpus not found at {} (set WINDLASS_CORPUS, or WINDLASS_CORPUS=skip)",
-            root.display()
-        );
-        root.join("operatorhub")
-    })
-}
-
 fn load() -> Option<Catalog> {
-    let root = corpus()?;
+    let root = windlass_corpus::operatorhub_or_skip()?;
     Some(load_catalog(&root).unwrap_or_else(|e| panic!("loading {}: {e}", root.display())))
 }
 

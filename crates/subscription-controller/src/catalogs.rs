@@ -18,7 +18,7 @@ use windlass_api::{
     Blueprint, Catalog, blueprint::ResolvedBundle, catalog::CatalogPhase, condition::find,
     subscription::SubscriptionSpec,
 };
-use windlass_catalog_controller::{CatalogStore, StoreError};
+use windlass_catalog_store::{CatalogStore, StoreError};
 
 use crate::{
     resolution::{self, InstalledPackage, Resolution, ResolutionFailure, ResolutionInput, reasons},

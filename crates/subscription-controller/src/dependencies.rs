@@ -8,6 +8,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 use semver::Version;
+use windlass_api::names::labels;
 use windlass_api::{
     Blueprint, Subscription,
     blueprint::{ResolvedBundle, RevisionOutcome},
@@ -15,9 +16,6 @@ use windlass_api::{
 };
 
 use crate::{intent::owner_reference, resolution::InstalledPackage};
-
-/// Marks a Subscription created for a dependency (`"true"`).
-pub const DEPENDENCY_LABEL: &str = "windlass.dev/dependency";
 
 /// What each package's Blueprint last completed. A Blueprint being deleted is leaving and no
 /// longer counts; with two Blueprints for one package, the first (by name) wins.
@@ -171,7 +169,7 @@ pub fn plan(
 
 fn is_dependency(s: &Subscription) -> bool {
     s.labels()
-        .get(DEPENDENCY_LABEL)
+        .get(labels::DEPENDENCY)
         .is_some_and(|v| v == "true")
 }
 
@@ -198,7 +196,7 @@ fn dependency_subscription(me: &Subscription, dependency: &ResolvedBundle) -> Su
     );
     subscription.metadata.namespace = me.namespace();
     subscription.metadata.labels =
-        Some([(DEPENDENCY_LABEL.to_string(), "true".to_string())].into());
+        Some([(labels::DEPENDENCY.to_string(), "true".to_string())].into());
     subscription.metadata.owner_references = Some(vec![owner_reference(me, false)]);
     subscription
 }

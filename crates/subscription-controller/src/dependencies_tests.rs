@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use windlass_api::names::labels;
 
 use serde_json::json;
 
@@ -23,7 +24,7 @@ fn subscription(name: &str, package: &str, uid: &str) -> Subscription {
 /// A Subscription this controller created for a dependency, owned by `owners`.
 fn dependency(package: &str, owners: &[&Subscription]) -> Subscription {
     let mut s = subscription(package, package, &format!("uid-{package}"));
-    s.metadata.labels = Some(BTreeMap::from([(DEPENDENCY_LABEL.into(), "true".into())]));
+    s.metadata.labels = Some(BTreeMap::from([(labels::DEPENDENCY.into(), "true".into())]));
     s.metadata.owner_references = Some(owners.iter().map(|o| owner_reference(o, false)).collect());
     s
 }

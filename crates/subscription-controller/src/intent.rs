@@ -4,39 +4,19 @@
 //! controller's bookkeeping (`revision`, `oldVersion`, `oldClusterServiceVersionName`) and a
 //! person's `approved` / `force` are never sent, so an apply can neither reset nor claim them.
 
+use std::collections::BTreeMap;
+use windlass_api::names::{annotations, labels};
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, OwnerReference, Time};
 use kube::{Resource, ResourceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use windlass_api::{
-    Blueprint, FIELD_MANAGER, Subscription,
+    Blueprint, BlueprintIntent, FIELD_MANAGER, Subscription,
     blueprint::{BlueprintSpec, ResolvedBundle},
     config::{DEFAULT_HISTORY_LIMIT, DEFAULT_PROGRESS_DEADLINE_SECONDS},
 };
 
 use crate::resolution::Resolution;
-
-/// Names the Subscription a Blueprint belongs to.
-pub const SUBSCRIPTION_LABEL: &str = "windlass.dev/subscription";
-/// Names the package a Blueprint installs.
-pub const PACKAGE_LABEL: &str = "windlass.dev/package";
-/// Set to `true` on a Blueprint by `windlass resume`: hand the target back to the catalog.
-pub const RESUME_ANNOTATION: &str = "windlass.dev/resume";
-
-/// The intent fields, in the order the design lists them. Comparing these (and only these)
-/// decides whether an apply is needed.
-const INTENT_FIELDS: [&str; 11] = [
-    "package",
-    "clusterServiceVersionName",
-    "bundle",
-    "approval",
-    "dependencies",
-    "targetNamespaces",
-    "config",
-    "progressDeadlineSeconds",
-    "automaticRollback",
-    "historyLimit",
-    "crdDeletionPolicy",
-];
 
 /// Who set the Blueprint's target when it was not this controller's apply.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +72,7 @@ pub fn pinned_by(managed_fields: &[ManagedFieldsEntry]) -> Option<Pin> {
 pub fn wants_resume(blueprint: &Blueprint) -> bool {
     blueprint
         .annotations()
-        .get(RESUME_ANNOTATION)
+        .get(annotations::RESUME)
         .is_some_and(|v| v == "true")
 }
 
@@ -136,100 +116,86 @@ pub fn owner_reference(subscription: &Subscription, controller: bool) -> OwnerRe
     }
 }
 
+/// The Blueprint a Subscription wants: its intent, its labels and its owner.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DesiredBlueprint {
+    pub name: String,
+    pub namespace: String,
+    pub intent: BlueprintIntent,
+    pub labels: BTreeMap<String, String>,
+    pub owner: OwnerReference,
+}
+
+impl DesiredBlueprint {
+    /// The server-side apply document.
+    pub fn document(&self) -> Value {
+        json!({
+            "apiVersion": Blueprint::api_version(&()),
+            "kind": Blueprint::kind(&()),
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "labels": self.labels,
+                "ownerReferences": [self.owner],
+            },
+            "spec": self.intent,
+        })
+    }
+}
+
 /// The Blueprint to apply. `set_target` is false while a person pins the target: the field is
 /// then left out so the apply neither changes it nor takes it back.
 pub fn desired_blueprint(
     subscription: &Subscription,
     target: Target<'_>,
     set_target: bool,
-) -> Value {
+) -> DesiredBlueprint {
     let spec = &subscription.spec;
-    let mut intent = Map::new();
-    let mut put = |key: &str, value: Value| {
-        let empty = value.is_null()
-            || value.as_array().is_some_and(Vec::is_empty)
-            || value.as_object().is_some_and(Map::is_empty);
-        if !empty {
-            intent.insert(key.to_string(), value);
-        }
-    };
-    put("package", json!(spec.package));
-    if set_target {
-        put("clusterServiceVersionName", json!(target.csv_name));
-    }
-    put("bundle", json!(target.bundle));
-    put("approval", json!(spec.approval));
-    put("dependencies", json!(target.dependencies));
-    put("targetNamespaces", json!(spec.target_namespaces));
-    put("config", json!(spec.config));
     let rollback = spec.rollback.clone().unwrap_or_default();
-    put(
-        "progressDeadlineSeconds",
-        json!(
-            rollback
-                .progress_deadline_seconds
-                .unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS)
-        ),
-    );
-    put(
-        "automaticRollback",
-        json!(rollback.automatic.unwrap_or(true)),
-    );
-    put(
-        "historyLimit",
-        json!(spec.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT)),
-    );
-    put("crdDeletionPolicy", json!(spec.crd_deletion_policy));
-    json!({
-        "apiVersion": Blueprint::api_version(&()),
-        "kind": Blueprint::kind(&()),
-        "metadata": {
-            "name": subscription.name_any(),
-            "namespace": subscription.namespace(),
-            "labels": {
-                SUBSCRIPTION_LABEL: subscription.name_any(),
-                PACKAGE_LABEL: spec.package,
-            },
-            "ownerReferences": [owner_reference(subscription, true)],
-        },
-        "spec": intent,
-    })
+    let intent = BlueprintIntent {
+        package: spec.package.clone(),
+        cluster_service_version_name: set_target.then(|| target.csv_name.to_string()),
+        bundle: target.bundle.cloned(),
+        approval: spec.approval,
+        dependencies: target.dependencies.to_vec(),
+        target_namespaces: spec
+            .target_namespaces
+            .clone()
+            .filter(|namespaces| !namespaces.is_empty()),
+        config: spec.config.clone(),
+        progress_deadline_seconds: rollback
+            .progress_deadline_seconds
+            .unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS),
+        automatic_rollback: rollback.automatic.unwrap_or(true),
+        history_limit: spec.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT),
+        crd_deletion_policy: spec.crd_deletion_policy,
+    };
+    DesiredBlueprint {
+        name: subscription.name_any(),
+        namespace: subscription.namespace().unwrap_or_default(),
+        intent,
+        labels: BTreeMap::from([
+            (labels::SUBSCRIPTION.to_string(), subscription.name_any()),
+            (labels::PACKAGE.to_string(), spec.package.clone()),
+        ]),
+        owner: owner_reference(subscription, true),
+    }
 }
 
 /// Whether the live Blueprint already carries everything `desired` says, so applying it would
 /// change nothing (a reconcile in steady state makes no write).
-pub fn is_current(live: &Blueprint, desired: &Value) -> bool {
-    let Ok(live_spec) = serde_json::to_value(&live.spec) else {
-        return false;
-    };
-    let desired_spec = &desired["spec"];
-    let fields_match = INTENT_FIELDS.iter().all(|field| {
-        // A field left out of the apply (the pinned target) is not ours to compare.
-        if *field == "clusterServiceVersionName" && desired_spec.get(field).is_none() {
-            return true;
-        }
-        desired_spec.get(field) == normalise(live_spec.get(field))
-    });
-    let labels = live.labels();
-    let labels_match = desired["metadata"]["labels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k).map(|l| json!(l)) == Some(v.clone()));
-    let owner = &desired["metadata"]["ownerReferences"][0];
+pub fn is_current(live: &Blueprint, desired: &DesiredBlueprint) -> bool {
+    let with_target = desired.intent.cluster_service_version_name.is_some();
+    let intent_matches = BlueprintIntent::of(&live.spec, with_target) == desired.intent;
+    let live_labels = live.labels();
+    let labels_match = desired
+        .labels
+        .iter()
+        .all(|(key, value)| live_labels.get(key) == Some(value));
     let owned = live.owner_references().iter().any(|o| {
-        json!(o.uid) == owner["uid"] && o.controller == Some(true) && json!(o.name) == owner["name"]
+        o.uid == desired.owner.uid && o.controller == Some(true) && o.name == desired.owner.name
     });
-    fields_match && labels_match && owned
-}
-
-/// The live object serialises empty lists and maps as absent, as the apply does.
-fn normalise(value: Option<&Value>) -> Option<&Value> {
-    value.filter(|v| {
-        !(v.is_null()
-            || v.as_array().is_some_and(Vec::is_empty)
-            || v.as_object().is_some_and(Map::is_empty))
-    })
+    intent_matches && labels_match && owned
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 use serde_json::json;
+use windlass_api::names::annotations;
 use windlass_api::{
     config::Approval,
     subscription::{CrdDeletionPolicy, RollbackPolicy, SubscriptionSpec},
@@ -144,7 +145,7 @@ fn the_desired_blueprint_carries_intent_and_never_bookkeeping() {
         ..Default::default()
     });
     let resolution = resolution();
-    let desired = desired_blueprint(&sub, Target::resolved(&resolution), true);
+    let desired = desired_blueprint(&sub, Target::resolved(&resolution), true).document();
     assert_eq!(
         desired["metadata"],
         json!({
@@ -191,7 +192,7 @@ fn a_pinned_target_is_left_out_and_defaults_are_spelled_out() {
         ..Default::default()
     });
     let resolution = resolution();
-    let desired = desired_blueprint(&sub, Target::resolved(&resolution), false);
+    let desired = desired_blueprint(&sub, Target::resolved(&resolution), false).document();
     let spec = &desired["spec"];
     assert!(spec.get("clusterServiceVersionName").is_none());
     assert!(spec.get("targetNamespaces").is_none());
@@ -202,8 +203,8 @@ fn a_pinned_target_is_left_out_and_defaults_are_spelled_out() {
 }
 
 /// The live Blueprint as the API server would return it after `desired` was applied.
-fn live_from(desired: &Value, csv_name: &str) -> Blueprint {
-    let mut live = desired.clone();
+fn live_from(desired: &DesiredBlueprint, csv_name: &str) -> Blueprint {
+    let mut live = desired.document();
     live["spec"]["clusterServiceVersionName"] = json!(csv_name);
     // Bookkeeping and a person's fields are there too; they never make an apply necessary.
     live["spec"]["revision"] = json!(3);
@@ -260,10 +261,10 @@ fn resume_is_an_annotation_set_to_true() {
     let mut bp = Blueprint::new("db", BlueprintSpec::default());
     assert!(!wants_resume(&bp));
     bp.annotations_mut()
-        .insert(RESUME_ANNOTATION.into(), "false".into());
+        .insert(annotations::RESUME.into(), "false".into());
     assert!(!wants_resume(&bp));
     bp.annotations_mut()
-        .insert(RESUME_ANNOTATION.into(), "true".into());
+        .insert(annotations::RESUME.into(), "true".into());
     assert!(wants_resume(&bp));
 }
 

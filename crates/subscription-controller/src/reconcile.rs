@@ -10,7 +10,6 @@
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -18,23 +17,24 @@ use kube::{
     runtime::{
         Controller,
         controller::Action,
-        events::{Event, EventType, Recorder, Reporter},
         reflector::{self, ObjectRef, Store},
         watcher,
     },
 };
 use serde_json::json;
-use tracing::{Instrument, warn};
 use windlass_api::{
-    Blueprint, Catalog, FIELD_MANAGER, Subscription, SubscriptionStatus, blueprint::ResolvedBundle,
-    observe::ReconcileMetrics, subscription::SubscriptionSpec,
+    Blueprint, Catalog, FIELD_MANAGER, Subscription,
+    blueprint::ResolvedBundle,
+    names::{annotations, controllers},
+    subscription::SubscriptionSpec,
 };
-use windlass_catalog_controller::CatalogStore;
+use windlass_catalog_store::CatalogStore;
+use windlass_kit::{Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner, status};
 
 use crate::{
     catalogs,
     dependencies::{self, DependencyChange},
-    intent::{self, RESUME_ANNOTATION, Target},
+    intent::{self, Target},
     resolution::{Resolution, ResolutionFailure, reasons},
     state::{self, Observation},
 };
@@ -57,27 +57,33 @@ pub enum Error {
     Status { name: String, source: kube::Error },
 }
 
-impl Error {
-    /// A stable label for metrics.
-    pub fn metric_label(&self) -> &'static str {
+impl ReconcileError for Error {
+    fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } => "read",
-            Error::Apply { .. } => "apply",
-            Error::Resume { .. } => "resume",
-            Error::Dependency { .. } => "dependency",
-            Error::Status { .. } => "status",
+            Error::Read { .. } => Stage::Read,
+            Error::Apply { .. } | Error::Resume { .. } | Error::Dependency { .. } => Stage::Apply,
+            Error::Status { .. } => Stage::Report,
         }
+    }
+
+    fn is_conflict(&self) -> bool {
+        let source = match self {
+            Error::Read { source, .. }
+            | Error::Apply { source, .. }
+            | Error::Resume { source, .. }
+            | Error::Dependency { source, .. }
+            | Error::Status { source, .. } => source,
+        };
+        matches!(source, kube::Error::Api(s) if s.code == 409)
     }
 }
 
 /// What every reconcile shares.
 pub struct Context {
-    pub client: Client,
-    pub recorder: Recorder,
+    pub shell: Shell,
     pub store: Arc<CatalogStore>,
     /// Catalog objects, for their health (the store only has what was read successfully).
     pub catalogs: Store<Catalog>,
-    pub metrics: Arc<dyn ReconcileMetrics>,
     /// When this controller started (catalogs may still be loading shortly after).
     pub started: Timestamp,
 }
@@ -86,42 +92,33 @@ pub struct Context {
 /// still being read after a start.
 const RETRY: Duration = Duration::from_secs(30);
 
-/// Runs the controller until `shutdown` resolves.
+/// Runs the controller over `scope` until `shutdown` resolves.
 pub async fn run(
     client: Client,
+    scope: Scope,
     store: Arc<CatalogStore>,
-    metrics: Arc<dyn ReconcileMetrics>,
+    metrics: Arc<dyn Metrics>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let (catalogs, catalog_writer) = reflector::store::<Catalog>();
     let catalog_health = catalogs::catalog_phase_changes(Api::all(client.clone()), catalog_writer);
     let served = catalogs::served_content_changes(store.changes());
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "windlass-subscription".into(),
-            instance: None,
-        },
-    );
+    let subscriptions = scope.api::<Subscription>(&client);
+    let blueprints = scope.api::<Blueprint>(&client);
     let ctx = Arc::new(Context {
-        client: client.clone(),
-        recorder,
+        shell: Shell::new(client, scope, controllers::SUBSCRIPTION, metrics),
         store,
         catalogs,
-        metrics,
         started: Timestamp::now(),
     });
-    let controller = Controller::new(
-        Api::<Subscription>::all(client.clone()),
-        watcher::Config::default(),
-    );
+    let controller = Controller::new(subscriptions, watcher::Config::default());
     let known = controller.store();
-    controller
+    let results = controller
         // Instead of `.owns(Blueprint)`: a Blueprint matters to its own Subscription and to
         // every other one in the namespace (what is installed there, who requires whom), and
         // one watch serves both.
         .watches(
-            Api::<Blueprint>::all(client.clone()),
+            blueprints,
             watcher::Config::default(),
             move |blueprint: Blueprint| {
                 let namespace = blueprint.namespace();
@@ -140,28 +137,19 @@ pub async fn run(
         .reconcile_all_on(served)
         .reconcile_all_on(catalog_health)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile_timed, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                warn!(%error, "subscription reconcile failed");
-            }
-        })
-        .await;
-}
-
-async fn reconcile_timed(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let start = std::time::Instant::now();
-    let result = reconcile(sub, ctx.clone()).await;
-    ctx.metrics.reconciled(
-        start.elapsed(),
-        result.as_ref().err().map(Error::metric_label),
-    );
-    result
-}
-
-fn error_policy(_sub: Arc<Subscription>, error: &Error, _ctx: Arc<Context>) -> Action {
-    warn!(%error, "requeueing");
-    Action::requeue(Duration::from_secs(10))
+        .run(
+            |sub, ctx: Arc<Context>| async move {
+                runner::observed(
+                    ctx.shell.metrics.as_ref(),
+                    sub.as_ref(),
+                    Box::pin(reconcile(sub.clone(), ctx.clone())),
+                )
+                .await
+            },
+            runner::error_policy,
+            ctx,
+        );
+    runner::drain(results).await;
 }
 
 /// Everything read from the namespace for one reconcile.
@@ -171,21 +159,9 @@ struct NamespaceView {
 }
 
 pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let span = tracing::info_span!(
-        "reconcile",
-        subscription = %sub.name_any(),
-        namespace = %sub.namespace().unwrap_or_default()
-    );
-    reconcile_subscription(sub, ctx).instrument(span).await
-}
-
-async fn reconcile_subscription(
-    sub: Arc<Subscription>,
-    ctx: Arc<Context>,
-) -> Result<Action, Error> {
     let namespace = sub.namespace().unwrap_or_default();
     let name = sub.name_any();
-    let seen = read_namespace(&ctx.client, &namespace).await?;
+    let seen = read_namespace(&ctx.shell.client, &namespace).await?;
     // The listed copy is fresher than the watch cache's: comparing status against it avoids
     // writing (and announcing) the same status twice.
     let Some(sub) = seen.subscriptions.iter().find(|s| s.name_any() == name) else {
@@ -271,14 +247,18 @@ async fn reconcile_subscription(
         Timestamp::now(),
     );
     if sub.status.as_ref() != Some(&new) {
-        write_status(&ctx.client, sub, &new).await?;
+        let api = Api::<Subscription>::namespaced(ctx.shell.client.clone(), &namespace);
+        status::apply_status(&api, &name, &new, None)
+            .await
+            .map_err(|source| Error::Status {
+                name: name.clone(),
+                source,
+            })?;
         for notice in state::notices(&old, &new) {
-            let kind = if notice.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            };
-            publish(&ctx, sub, kind, &notice.reason, notice.note).await;
+            ctx.shell
+                .events
+                .publish(&sub.object_ref(&()), &notice)
+                .await;
         }
     }
     Ok(match &resolution {
@@ -340,13 +320,15 @@ async fn apply_blueprint(
         return Ok(live);
     }
     let name = sub.name_any();
-    let api =
-        Api::<Blueprint>::namespaced(ctx.client.clone(), &sub.namespace().unwrap_or_default());
+    let api = Api::<Blueprint>::namespaced(
+        ctx.shell.client.clone(),
+        &sub.namespace().unwrap_or_default(),
+    );
     let applied = api
         .patch(
             &name,
             &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&desired),
+            &Patch::Apply(&desired.document()),
         )
         .await
         .map_err(|source| Error::Apply {
@@ -363,25 +345,32 @@ async fn clear_resume(
     blueprint: &Blueprint,
 ) -> Result<(), Error> {
     let name = blueprint.name_any();
-    Api::<Blueprint>::namespaced(ctx.client.clone(), &sub.namespace().unwrap_or_default())
-        .patch(
-            &name,
-            &PatchParams {
-                field_manager: Some(FIELD_MANAGER.into()),
-                ..Default::default()
-            },
-            &Patch::Merge(json!({"metadata": {"annotations": {RESUME_ANNOTATION: null}}})),
-        )
-        .await
-        .map_err(|source| Error::Resume {
-            name: name.clone(),
-            source,
-        })?;
+    Api::<Blueprint>::namespaced(
+        ctx.shell.client.clone(),
+        &sub.namespace().unwrap_or_default(),
+    )
+    .patch(
+        &name,
+        &PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        },
+        &Patch::Merge(json!({"metadata": {"annotations": {annotations::RESUME: null}}})),
+    )
+    .await
+    .map_err(|source| Error::Resume {
+        name: name.clone(),
+        source,
+    })?;
     let note = format!(
         "the target follows the catalog again: {}",
         blueprint.spec.cluster_service_version_name
     );
-    publish(ctx, sub, EventType::Normal, "Resumed", note).await;
+    let notice = Notice::normal("Resumed", note);
+    ctx.shell
+        .events
+        .publish(&sub.object_ref(&()), &notice)
+        .await;
     Ok(())
 }
 
@@ -392,8 +381,10 @@ async fn ensure_dependencies(
     dependencies: &[ResolvedBundle],
     subscriptions: &[Subscription],
 ) -> Result<Vec<String>, Error> {
-    let api =
-        Api::<Subscription>::namespaced(ctx.client.clone(), &sub.namespace().unwrap_or_default());
+    let api = Api::<Subscription>::namespaced(
+        ctx.shell.client.clone(),
+        &sub.namespace().unwrap_or_default(),
+    );
     let mut problems = Vec::new();
     for change in dependencies::plan(sub, dependencies, subscriptions) {
         match change {
@@ -411,7 +402,8 @@ async fn ensure_dependencies(
                 match api.create(&params, &subscription).await {
                     Ok(_) => {
                         let note = format!("created Subscription {name} for a dependency");
-                        publish(ctx, sub, EventType::Normal, "DependencySubscribed", note).await;
+                        let notice = Notice::normal("DependencySubscribed", note);
+                        ctx.shell.events.publish(&sub.object_ref(&()), &notice).await;
                     }
                     // Also when another requester created it meanwhile (409): the retry finds
                     // it and adds this Subscription as an owner.
@@ -457,49 +449,4 @@ async fn ensure_dependencies(
         }
     }
     Ok(problems)
-}
-
-async fn write_status(
-    client: &Client,
-    sub: &Subscription,
-    status: &SubscriptionStatus,
-) -> Result<(), Error> {
-    let name = sub.name_any();
-    // Apply (not merge): a field left out, such as a condition no longer relevant, is removed.
-    let patch = json!({
-        "apiVersion": Subscription::api_version(&()),
-        "kind": Subscription::kind(&()),
-        "status": status,
-    });
-    Api::<Subscription>::namespaced(client.clone(), &sub.namespace().unwrap_or_default())
-        .patch_status(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-        .map(|_| ())
-        .map_err(|source| Error::Status { name, source })
-}
-
-async fn publish(ctx: &Context, sub: &Subscription, type_: EventType, reason: &str, note: String) {
-    // Events take at most 1 kB of note.
-    let mut note = note;
-    if note.len() > 1000 {
-        let mut cut = 1000;
-        while !note.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        note.truncate(cut);
-    }
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &sub.object_ref(&())).await {
-        warn!(%error, reason, "publishing an event failed");
-    }
 }

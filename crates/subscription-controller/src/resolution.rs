@@ -87,19 +87,7 @@ impl ResolutionFailure {
     }
 }
 
-/// Condition reasons of resolution failures found before the resolver runs. The resolver's own
-/// reasons (`SubscriptionUnsatisfiable`, `SubscriptionsConflict`, `InstalledPackagesConflict`)
-/// are passed through.
-pub mod reasons {
-    pub const PACKAGE_NOT_FOUND: &str = "PackageNotFound";
-    pub const CHANNEL_NOT_FOUND: &str = "ChannelNotFound";
-    pub const NO_DEFAULT_CHANNEL: &str = "NoDefaultChannel";
-    pub const INVALID_VERSION_RANGE: &str = "InvalidVersionRange";
-    pub const STARTING_CSV_NOT_FOUND: &str = "StartingCSVNotFound";
-    pub const NO_CATALOG: &str = "NoCatalog";
-    pub const CATALOG_NOT_SERVED: &str = "CatalogNotServed";
-    pub const BUNDLE_UNAVAILABLE: &str = "BundleUnavailable";
-}
+pub use windlass_api::names::reasons::resolution as reasons;
 
 /// The resolver's policy for the API's upgrade policy (the same three words).
 pub fn policy(upgrade_policy: UpgradePolicy) -> Policy {

@@ -16,20 +16,7 @@ use crate::{
     resolution::{Resolution, ResolutionFailure, summary},
 };
 
-/// Condition types a Subscription carries.
-pub mod conditions {
-    /// Whether the catalogs offer something that satisfies the Subscription (the explanation
-    /// when not).
-    pub const RESOLUTION_SUCCEEDED: &str = "ResolutionSucceeded";
-    /// A person set the Blueprint's target; the catalog's choice waits for `windlass resume`.
-    pub const TARGET_PINNED: &str = "TargetPinned";
-    /// A catalog the Subscription depends on is unreachable or not served.
-    pub const CATALOG_SOURCES_UNHEALTHY: &str = "CatalogSourcesUnhealthy";
-    /// The target is installed and Succeeded; otherwise the Blueprint's phase and why.
-    pub const INSTALLED: &str = "Installed";
-    /// Every dependency has a Subscription (present only when there are dependencies).
-    pub const DEPENDENCIES_SUBSCRIBED: &str = "DependenciesSubscribed";
-}
+pub use windlass_api::names::conditions::subscription as conditions;
 
 /// Everything the status is computed from.
 #[derive(Clone, Copy, Debug)]
@@ -305,13 +292,7 @@ pub fn catalog_problems(catalogs: &[CatalogView]) -> Vec<String> {
         .collect()
 }
 
-/// An Event to publish for a change of status.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notice {
-    pub warning: bool,
-    pub reason: String,
-    pub note: String,
-}
+pub use windlass_kit::Notice;
 
 /// The Events a status change deserves: a new state, resolution failing or recovering, the
 /// target pinned or resumed, a catalog turning unhealthy. Nothing when nothing changed.
@@ -334,7 +315,8 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
                 SubscriptionState::UpgradeFailed | SubscriptionState::RolledBack
             ),
             reason: format!("{state:?}"),
-            note: installed,
+            action: "Reconcile".into(),
+            message: installed,
         });
     }
     if let Some(c) = flipped(conditions::RESOLUTION_SUCCEEDED) {
@@ -347,7 +329,8 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
                 "Resolved"
             }
             .into(),
-            note: c.message,
+            action: "Reconcile".into(),
+            message: c.message,
         });
     }
     if let Some(c) = flipped(conditions::TARGET_PINNED) {
@@ -362,7 +345,8 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
                     "TargetResumed"
                 }
                 .into(),
-                note: c.message,
+                action: "Reconcile".into(),
+                message: c.message,
             });
         }
     }
@@ -372,7 +356,8 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
         out.push(Notice {
             warning: true,
             reason: "CatalogUnhealthy".into(),
-            note: c.message,
+            action: "Reconcile".into(),
+            message: c.message,
         });
     }
     if let Some(c) = flipped(conditions::DEPENDENCIES_SUBSCRIBED)
@@ -381,7 +366,8 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
         out.push(Notice {
             warning: true,
             reason: "DependencySubscriptionFailed".into(),
-            note: c.message,
+            action: "Reconcile".into(),
+            message: c.message,
         });
     }
     out

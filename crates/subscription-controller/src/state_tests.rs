@@ -420,7 +420,8 @@ fn events_mark_transitions_only() {
         vec![Notice {
             warning: true,
             reason: "RolledBack".into(),
-            note: "acme-db.v1.1.1 was rolled back: CSV Failed; acme-db.v1.1.0 runs".into(),
+            action: "Reconcile".into(),
+            message: "acme-db.v1.1.1 was rolled back: CSV Failed; acme-db.v1.1.0 runs".into(),
         }]
     );
     // Resuming (pin gone) after a pin is news; a first "not pinned" is not.

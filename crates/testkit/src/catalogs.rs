@@ -5,14 +5,11 @@ use std::{path::Path, time::Duration};
 
 use kube::{Api, Client, api::PostParams};
 use serde_json::{Value, json};
-use windlass_api::Catalog;
+use windlass_api::{Catalog, catalog::CatalogPhase};
 use windlass_bundle::{
-    Limits, from_files,
-    load::read_source,
-    metadata::keys,
-    oci::{self, RegistryOptions},
-    pack::bundle_layout_tree,
+    Limits, from_files, load::read_source, metadata::keys, pack::bundle_layout_tree,
 };
+use windlass_oci::{self as oci, RegistryOptions};
 
 pub fn plain_http() -> RegistryOptions {
     RegistryOptions {
@@ -111,14 +108,9 @@ impl TestCatalog {
     }
 }
 
-/// The catalog's phase as text.
-pub fn phase(catalog: &Catalog) -> String {
-    catalog
-        .status
-        .as_ref()
-        .and_then(|s| s.phase)
-        .map(|p| format!("{p:?}"))
-        .unwrap_or_default()
+/// The catalog's phase (`None` before it has one).
+pub fn phase(catalog: &Catalog) -> Option<CatalogPhase> {
+    catalog.status.as_ref().and_then(|s| s.phase)
 }
 
 impl Drop for TestCatalog {

@@ -304,13 +304,21 @@ where
 }
 
 /// Panics with how to start it unless the windlass manager started by `make e2e` is running.
+/// A manager that is being restarted (the pid file is there, its process is not yet) gets a
+/// few seconds: tests that kill and restart it share the cluster with the others.
 pub fn require_manager() {
     let pid_file = state_dir().join("pids/manager");
-    let running = std::fs::read_to_string(&pid_file)
-        .ok()
-        .and_then(|pid| pid.trim().parse::<u32>().ok())
-        .is_some_and(|pid| PathBuf::from(format!("/proc/{pid}")).exists());
-    if !running {
+    let running = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|pid| pid.trim().parse::<u32>().ok())
+            .is_some_and(|pid| PathBuf::from(format!("/proc/{pid}")).exists())
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pid_file.exists() && !running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if !running() {
         panic!(
             "the windlass manager is not running against the local control plane; run the tests with `make e2e`, \
              or start it with `e2e/scripts/manager-restart.sh target/debug/windlass`"

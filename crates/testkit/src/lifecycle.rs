@@ -9,7 +9,7 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
-use windlass_api::{Blueprint, Subscription};
+use windlass_api::{Blueprint, Subscription, blueprint::BlueprintPhase};
 
 /// Creates a Subscription from a JSON `spec`.
 pub async fn subscribe(client: &Client, namespace: &str, name: &str, spec: Value) -> Subscription {
@@ -94,19 +94,14 @@ where
     wait_object(&api, name, what, timeout, ready).await
 }
 
-/// The Blueprint's phase as text (`"-"` before it has one).
-pub fn phase(blueprint: &Blueprint) -> String {
-    blueprint
-        .status
-        .as_ref()
-        .and_then(|s| s.phase)
-        .map(|p| format!("{p:?}"))
-        .unwrap_or_else(|| "-".into())
+/// The Blueprint's phase (`None` before it has one).
+pub fn phase(blueprint: &Blueprint) -> Option<BlueprintPhase> {
+    blueprint.status.as_ref().and_then(|s| s.phase)
 }
 
 /// Whether the Blueprint is in `phase` at `version`.
-pub fn is_at(blueprint: &Blueprint, phase_name: &str, version: &str) -> bool {
-    phase(blueprint) == phase_name
+pub fn is_at(blueprint: &Blueprint, phase: BlueprintPhase, version: &str) -> bool {
+    self::phase(blueprint) == Some(phase)
         && blueprint.status.as_ref().and_then(|s| s.version.as_deref()) == Some(version)
 }
 

@@ -26,6 +26,9 @@ enum Command {
     /// Read, lint, render and explore catalogs of bundles.
     #[command(subcommand)]
     Catalog(cmd::catalog::CatalogCommand),
+    /// Inspect, build, publish and serve release payloads (the CVO's layout).
+    #[command(subcommand)]
+    Release(cmd::release::ReleaseCommand),
     /// Run the windlass controllers against a cluster.
     Manager(manager::ManagerArgs),
     /// Roll a Subscription's operator back to the version that Succeeded before the current one.
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bundle(command) => cmd::bundle::run(command),
         Command::Catalog(command) => cmd::catalog::run(command),
+        Command::Release(command) => cmd::release::run(command),
         Command::Manager(args) => manager::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),

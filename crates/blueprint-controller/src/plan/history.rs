@@ -90,7 +90,8 @@ pub(super) fn bookkeeping_for(
         revision: record.revision,
         old_version,
         old_cluster_service_version_name: old_csv,
-        reset_approval: true,
+        // Approval is per revision.
+        approved: Some(false),
     }
 }
 

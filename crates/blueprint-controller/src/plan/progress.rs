@@ -2,6 +2,7 @@
 //! judge its CSV against the progress deadline, and roll back when it fails.
 
 use std::time::Duration;
+use windlass_api::names::conditions;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use windlass_api::{
@@ -15,9 +16,9 @@ use super::{
     Action, ApplyPlan, ContentRequest, CrdPolicy, Decision, Input, Need, ObservedCsv, Refusal,
     Source, Validation, history,
     intent::{self, Start, StartKind},
-    report::{CRD_UPGRADE_SAFE, CRDS_KEPT, Draft, ROLLBACK_ALLOWED, Stage},
+    report::{Draft, Stage},
 };
-use crate::crd_safety;
+use windlass_bundle::crd::safety as crd_safety;
 
 /// Right after a write of our own: its watch event usually comes first anyway.
 const SOON: Duration = Duration::from_secs(1);
@@ -94,12 +95,17 @@ pub(super) fn begin<'a>(
                 (false, true) => "AutomaticRollback",
                 (false, false) => "Allowed",
             };
-            draft.set_condition(ROLLBACK_ALLOWED, true, reason, &start.reason);
+            draft.set_condition(
+                conditions::blueprint::ROLLBACK_ALLOWED,
+                true,
+                reason,
+                &start.reason,
+            );
             BlueprintPhase::RollingBack
         }
         StartKind::Catalog => {
-            draft.remove_condition(ROLLBACK_ALLOWED);
-            draft.remove_condition(CRDS_KEPT);
+            draft.remove_condition(conditions::blueprint::ROLLBACK_ALLOWED);
+            draft.remove_condition(conditions::blueprint::CRDS_KEPT);
             BlueprintPhase::Pending
         }
     };
@@ -421,7 +427,7 @@ fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) ->
         Validation::Ready { kept_crds } if restoring && !kept_crds.is_empty() => {
             let kept = kept_crds.join(", ");
             draft.set_condition(
-                CRDS_KEPT,
+                conditions::blueprint::CRDS_KEPT,
                 true,
                 "RollbackKeepsNewerCRDs",
                 &format!(
@@ -434,7 +440,7 @@ fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) ->
         Validation::Ready { kept_crds } if !kept_crds.is_empty() => {
             let kept = kept_crds.join(", ");
             draft.set_condition(
-                CRDS_KEPT,
+                conditions::blueprint::CRDS_KEPT,
                 true,
                 "NewerVersionInstalled",
                 &format!(
@@ -446,9 +452,9 @@ fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) ->
         }
         Validation::Ready { .. } => {
             if !restoring {
-                draft.remove_condition(CRDS_KEPT);
+                draft.remove_condition(conditions::blueprint::CRDS_KEPT);
                 draft.set_condition(
-                    CRD_UPGRADE_SAFE,
+                    conditions::blueprint::CRD_UPGRADE_SAFE,
                     true,
                     "Safe",
                     "every stored version is kept and every existing object is valid",
@@ -468,7 +474,12 @@ fn validated(draft: &mut Draft<'_>, validation: &Validation, restoring: bool) ->
 fn unsafe_crds(draft: &mut Draft<'_>, violations: &[crd_safety::Violation]) -> String {
     let summary = crd_safety::summary(violations, 3);
     let reason = violations.first().map_or("Unsafe", |v| v.kind.reason());
-    draft.set_condition(CRD_UPGRADE_SAFE, false, reason, &summary);
+    draft.set_condition(
+        conditions::blueprint::CRD_UPGRADE_SAFE,
+        false,
+        reason,
+        &summary,
+    );
     summary
 }
 

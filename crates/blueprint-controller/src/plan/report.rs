@@ -3,6 +3,7 @@
 //! nothing says nothing).
 
 use std::time::Duration;
+use windlass_api::names::{conditions, steps};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use windlass_api::{
@@ -14,28 +15,7 @@ use windlass_api::{
 
 use super::{Action, Bookkeeping, Decision, Input, Need, Refusal, history};
 
-pub const READY: &str = "Ready";
-pub const CRD_UPGRADE_SAFE: &str = "CRDUpgradeSafe";
-pub const CRDS_KEPT: &str = "CRDsKept";
-pub const ROLLBACK_ALLOWED: &str = "RollbackAllowed";
-
-pub const STEP_DEPENDENCIES: &str = "Dependencies";
-pub const STEP_CRDS: &str = "CRDs";
-pub const STEP_OBJECTS: &str = "Objects";
-pub const STEP_CSV: &str = "ClusterServiceVersion";
-
-/// Something to tell a person as a Kubernetes Event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Note {
-    pub warning: bool,
-    /// CamelCase, like a condition reason.
-    pub reason: String,
-    /// What the Event is about (`Revision3`, `Revision3.CRDs`). Event recorders fold Events
-    /// with the same reason and action into one series, so distinct facts get distinct actions
-    /// and only a true repeat is counted.
-    pub action: String,
-    pub message: String,
-}
+pub use windlass_kit::Notice;
 
 /// Where the current revision stands, for the plan steps.
 #[derive(Clone, Debug, PartialEq)]
@@ -127,18 +107,21 @@ impl<'a> Draft<'a> {
 
     /// A rollback the rules refuse: say why, keep what runs.
     pub fn refuse_rollback(&mut self, refusal: Refusal) {
-        self.set_condition(ROLLBACK_ALLOWED, false, refusal.reason, &refusal.message);
+        self.set_condition(
+            conditions::blueprint::ROLLBACK_ALLOWED,
+            false,
+            refusal.reason,
+            &refusal.message,
+        );
     }
 
     /// Once the spec no longer asks for a refused rollback, the refusal is history.
     pub fn clear_settled_refusal(&mut self) {
-        let refused = self
-            .status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == ROLLBACK_ALLOWED && c.status == ConditionStatus::False);
+        let refused = self.status.conditions.iter().any(|c| {
+            c.type_ == conditions::blueprint::ROLLBACK_ALLOWED && c.status == ConditionStatus::False
+        });
         if refused {
-            self.remove_condition(ROLLBACK_ALLOWED);
+            self.remove_condition(conditions::blueprint::ROLLBACK_ALLOWED);
         }
     }
 
@@ -158,7 +141,12 @@ impl<'a> Draft<'a> {
         self.stage(BlueprintPhase::Pending, None, Stage::NoRevision);
         self.summary = refusal.message;
         self.status.plan.clear();
-        self.set_condition(READY, false, refusal.reason, &self.summary.clone());
+        self.set_condition(
+            conditions::blueprint::READY,
+            false,
+            refusal.reason,
+            &self.summary.clone(),
+        );
         self.finish(Action::Record, None, Duration::from_secs(60))
     }
 
@@ -179,7 +167,7 @@ impl<'a> Draft<'a> {
             .truncate(usize::try_from(limit).unwrap_or(usize::MAX));
         if self.status.phase.is_some() && !self.status.plan.is_empty() {
             let (ok, reason, message) = self.readiness();
-            self.set_condition(READY, ok, &reason, &message);
+            self.set_condition(conditions::blueprint::READY, ok, &reason, &message);
         }
         self.status.observed_generation = Some(self.input.generation);
         let prune_revisions = history::prunable(self.input, &self.status.history, limit);
@@ -264,58 +252,58 @@ fn steps(input: &Input<'_>, stage: &Stage) -> Vec<PlanStep> {
     let (d, c, o, v) = match stage {
         Stage::NoRevision => return Vec::new(),
         Stage::Recorded => (
-            step(STEP_DEPENDENCIES, "Pending", ""),
-            step(STEP_CRDS, "Pending", ""),
-            step(STEP_OBJECTS, "Pending", ""),
-            step(STEP_CSV, "Pending", ""),
+            step(steps::DEPENDENCIES, "Pending", ""),
+            step(steps::CRDS, "Pending", ""),
+            step(steps::OBJECTS, "Pending", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "Pending", ""),
         ),
         Stage::Dependencies(m) => (
-            step(STEP_DEPENDENCIES, "InProgress", m.as_str()),
-            step(STEP_CRDS, "Pending", ""),
-            step(STEP_OBJECTS, "Pending", ""),
-            step(STEP_CSV, "Pending", ""),
+            step(steps::DEPENDENCIES, "InProgress", m.as_str()),
+            step(steps::CRDS, "Pending", ""),
+            step(steps::OBJECTS, "Pending", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "Pending", ""),
         ),
         Stage::Approval | Stage::Content(_) => (
-            step(STEP_DEPENDENCIES, "Done", deps),
-            step(STEP_CRDS, "Pending", summary(stage)),
-            step(STEP_OBJECTS, "Pending", ""),
-            step(STEP_CSV, "Pending", ""),
+            step(steps::DEPENDENCIES, "Done", deps),
+            step(steps::CRDS, "Pending", summary(stage)),
+            step(steps::OBJECTS, "Pending", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "Pending", ""),
         ),
         Stage::Blocked(m) => (
-            step(STEP_DEPENDENCIES, "Done", deps),
-            step(STEP_CRDS, "Blocked", m.as_str()),
-            step(STEP_OBJECTS, "Pending", ""),
-            step(STEP_CSV, "Pending", ""),
+            step(steps::DEPENDENCIES, "Done", deps),
+            step(steps::CRDS, "Blocked", m.as_str()),
+            step(steps::OBJECTS, "Pending", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "Pending", ""),
         ),
         Stage::Applying { crds, csv } => (
-            step(STEP_DEPENDENCIES, "Done", deps),
-            step(STEP_CRDS, "Done", crds.as_str()),
-            step(STEP_OBJECTS, "Done", ""),
-            step(STEP_CSV, "InProgress", csv.as_str()),
+            step(steps::DEPENDENCIES, "Done", deps),
+            step(steps::CRDS, "Done", crds.as_str()),
+            step(steps::OBJECTS, "Done", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "InProgress", csv.as_str()),
         ),
         Stage::Done { crds, csv } => (
-            step(STEP_DEPENDENCIES, "Done", deps),
-            step(STEP_CRDS, "Done", crds.as_str()),
-            step(STEP_OBJECTS, "Done", ""),
-            step(STEP_CSV, "Done", csv.as_str()),
+            step(steps::DEPENDENCIES, "Done", deps),
+            step(steps::CRDS, "Done", crds.as_str()),
+            step(steps::OBJECTS, "Done", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "Done", csv.as_str()),
         ),
         Stage::Failed {
             started: false,
             message,
         } => (
-            step(STEP_DEPENDENCIES, "Done", deps),
-            step(STEP_CRDS, "Failed", message.as_str()),
-            step(STEP_OBJECTS, "Pending", ""),
-            step(STEP_CSV, "Pending", ""),
+            step(steps::DEPENDENCIES, "Done", deps),
+            step(steps::CRDS, "Failed", message.as_str()),
+            step(steps::OBJECTS, "Pending", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "Pending", ""),
         ),
         Stage::Failed {
             started: true,
             message,
         } => (
-            step(STEP_DEPENDENCIES, "Done", deps),
-            step(STEP_CRDS, "Done", ""),
-            step(STEP_OBJECTS, "Done", ""),
-            step(STEP_CSV, "Failed", message.as_str()),
+            step(steps::DEPENDENCIES, "Done", deps),
+            step(steps::CRDS, "Done", ""),
+            step(steps::OBJECTS, "Done", ""),
+            step(steps::CLUSTER_SERVICE_VERSION, "Failed", message.as_str()),
         ),
     };
     vec![d, c, o, v]
@@ -345,7 +333,7 @@ fn dependencies_message(input: &Input<'_>) -> String {
 }
 
 /// Events from the difference between the status before and after.
-pub(super) fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Note> {
+pub(super) fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
     let mut notes = Vec::new();
     let revision = new.history.first().map_or(0, |r| r.revision);
     let scoped = |what: &str| format!("Revision{revision}.{what}");
@@ -410,7 +398,11 @@ pub(super) fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Note> {
         ));
     }
     for condition in &new.conditions {
-        let guarded = [CRD_UPGRADE_SAFE, ROLLBACK_ALLOWED, CRDS_KEPT];
+        let guarded = [
+            conditions::blueprint::CRD_UPGRADE_SAFE,
+            conditions::blueprint::ROLLBACK_ALLOWED,
+            conditions::blueprint::CRDS_KEPT,
+        ];
         if !guarded.contains(&condition.type_.as_str()) {
             continue;
         }
@@ -420,8 +412,8 @@ pub(super) fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Note> {
                 || b.reason != condition.reason
                 || b.message != condition.message
         });
-        let worth_saying =
-            condition.status == ConditionStatus::False || condition.type_ == CRDS_KEPT;
+        let worth_saying = condition.status == ConditionStatus::False
+            || condition.type_ == conditions::blueprint::CRDS_KEPT;
         if changed && worth_saying {
             notes.push(note(
                 condition.status == ConditionStatus::False,
@@ -434,8 +426,8 @@ pub(super) fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Note> {
     notes
 }
 
-fn note(warning: bool, reason: &str, action: String, message: String) -> Note {
-    Note {
+fn note(warning: bool, reason: &str, action: String, message: String) -> Notice {
+    Notice {
         warning,
         reason: reason.to_string(),
         action,

@@ -1,4 +1,5 @@
 use std::path::{Path, PathBuf};
+use windlass_api::names::{annotations, labels, revision_secret};
 
 use serde_json::json;
 use windlass_api::blueprint::{Blueprint, BlueprintSpec};
@@ -103,15 +104,18 @@ fn to_secret_and_back() {
     let meta = &secret.metadata;
     assert_eq!(meta.name.as_deref(), Some("acme-db.r3"));
     assert_eq!(meta.namespace.as_deref(), Some("team-a"));
-    assert_eq!(secret.type_.as_deref(), Some(SECRET_TYPE));
+    assert_eq!(secret.type_.as_deref(), Some(revision_secret::TYPE));
     let labels = meta.labels.clone().unwrap();
-    assert_eq!(labels[BLUEPRINT_LABEL], "acme-db");
-    assert_eq!(labels[REVISION_LABEL], "3");
-    assert_eq!(labels[PACKAGE_LABEL], "acme-db");
-    assert_eq!(labels[MANAGED_BY_LABEL], "windlass");
+    assert_eq!(labels[labels::BLUEPRINT], "acme-db");
+    assert_eq!(labels[labels::REVISION], "3");
+    assert_eq!(labels[labels::PACKAGE], "acme-db");
+    assert_eq!(labels[labels::MANAGED_BY], "windlass");
     let annotations = meta.annotations.clone().unwrap();
-    assert_eq!(annotations[VERSION_ANNOTATION], "1.1.0");
-    assert_eq!(annotations[CSV_ANNOTATION], "acme-db.v1.1.0");
+    assert_eq!(annotations[annotations::VERSION], "1.1.0");
+    assert_eq!(
+        annotations[annotations::CLUSTER_SERVICE_VERSION],
+        "acme-db.v1.1.0"
+    );
     let owner = &meta.owner_references.as_ref().unwrap()[0];
     assert_eq!(
         (owner.api_version.as_str(), owner.kind.as_str()),
@@ -154,13 +158,21 @@ fn from_secret_names_the_secret_and_the_problem() {
         "revision Secret team-a/acme-db.r3: has no data key revision.json.gz"
     );
     assert!(
-        with(&|s| { s.data = Some([(DATA_KEY.to_string(), ByteString(b"junk".to_vec()))].into()) })
-            .starts_with("revision Secret team-a/acme-db.r3: data is not valid gzip")
+        with(&|s| {
+            s.data = Some(
+                [(
+                    revision_secret::DATA_KEY.to_string(),
+                    ByteString(b"junk".to_vec()),
+                )]
+                .into(),
+            )
+        })
+        .starts_with("revision Secret team-a/acme-db.r3: data is not valid gzip")
     );
     assert_eq!(
         with(&|s| {
             let labels = s.metadata.labels.as_mut().unwrap();
-            labels.insert(REVISION_LABEL.into(), "4".into());
+            labels.insert(labels::REVISION.into(), "4".into());
         }),
         "revision Secret team-a/acme-db.r3: label windlass.dev/revision=4 disagrees with the \
          revision 3 it holds"
@@ -225,18 +237,7 @@ fn prune_table() {
 }
 
 fn corpus() -> Option<PathBuf> {
-    let root = match std::env::var("WINDLASS_CORPUS") {
-        Ok(v) if v == "skip" => return None,
-        Ok(v) => PathBuf::from(v),
-        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-    };
-    let dir = root.join("operatorhub");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: no corpus at {}", dir.display());
-        None
-    }
+    windlass_corpus::operatorhub_or_skip()
 }
 
 fn highest_version(package: &Path) -> Option<PathBuf> {

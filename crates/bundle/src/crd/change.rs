@@ -73,6 +73,11 @@ pub(crate) fn index(path: &str, field: &str, i: usize) -> String {
     format!("{}[{i}]", child(path, field))
 }
 
+/// A list item or map value of the value at `path`: `spec.items[0]`, `spec.labels[app]`.
+pub(crate) fn element(path: &str, key: &str) -> String {
+    format!("{path}[{key}]")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@
 mod change;
 pub mod check;
 mod moves;
+pub mod safety;
 mod schema;
 
 use serde_json::Value;

@@ -189,6 +189,33 @@ impl Assembler {
                             );
                         }
                     };
+                // A bundle whose constraint cannot be read stays listed, but resolution never
+                // chooses it; say so, naming the file (the bundle and field locate it inside,
+                // and findings group by file).
+                for (i, property) in fields.properties.iter().enumerate() {
+                    let Property::Other { type_, value } = property else {
+                        continue;
+                    };
+                    if type_ != crate::constraint::CONSTRAINT_TYPE {
+                        continue;
+                    }
+                    if let Err(e) = crate::constraint::Constraint::parse(&value.to_value()) {
+                        let field = match e.field.as_str() {
+                            "" => format!("properties[{i}].value"),
+                            inner => format!("properties[{i}].value.{inner}"),
+                        };
+                        self.problem(
+                            at(0),
+                            IssueKind::BadConstraint,
+                            Some(&package),
+                            Some(&name),
+                            format!(
+                                "olm.bundle {name}: {field}: {}; resolution never chooses this bundle",
+                                e.problem
+                            ),
+                        );
+                    }
+                }
                 let bundle = Bundle {
                     name,
                     package: package.clone(),

@@ -27,6 +27,7 @@ pub fn lint_bundle(bundle: &Bundle) -> Report {
     versions(bundle, &csv_file, &mut report);
     images(bundle, &csv_file, &mut report);
     dependencies(bundle, &mut report);
+    constraints(bundle, &mut report);
     provider(bundle, &csv_file, &mut report);
     owned_crds(bundle, &csv_file, &mut report);
     report.sort();
@@ -308,6 +309,22 @@ fn images(bundle: &Bundle, file: &str, report: &mut Report) {
     }
 }
 
+/// Constraints that cannot be read or compiled, in `dependencies.yaml` or `properties.yaml`.
+fn constraints(bundle: &Bundle, report: &mut Report) {
+    for unusable in crate::constraint::unusable_in_bundle(bundle) {
+        report.push(
+            Level::Error,
+            "constraint",
+            bundle.path_of(unusable.file).display().to_string(),
+            Some(&unusable.field),
+            format!(
+                "unusable olm.constraint: {}; resolution never chooses this bundle",
+                unusable.error.problem
+            ),
+        );
+    }
+}
+
 fn dependencies(bundle: &Bundle, report: &mut Report) {
     let file = bundle
         .path_of("metadata/dependencies.yaml")
@@ -355,7 +372,8 @@ fn dependencies(bundle: &Bundle, report: &mut Report) {
                 }
             }
             Dependency::Other { type_, value } => {
-                if type_ == "olm.constraint"
+                if type_ == crate::constraint::CONSTRAINT_TYPE
+                    && crate::constraint::Constraint::parse(value).is_ok()
                     && !value.get("failureMessage").is_some_and(Value::is_string)
                 {
                     report.push(

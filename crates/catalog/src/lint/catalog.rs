@@ -28,6 +28,7 @@ fn issue_check(kind: IssueKind) -> &'static str {
         IssueKind::BadBlob => "bad-blob",
         IssueKind::UnreadableFile => "unreadable-file",
         IssueKind::HeadLeftOut => "channel-head",
+        IssueKind::BadConstraint => "constraint",
     }
 }
 
@@ -35,8 +36,15 @@ fn issue_check(kind: IssueKind) -> &'static str {
 pub fn lint_loaded(loaded: &Loaded) -> Report {
     let mut report = Report::default();
     for issue in &loaded.issues {
-        // Bundle lint reports the reader's notes itself, with the bundle's context.
-        if matches!(issue.kind, IssueKind::DuplicateKey | IssueKind::IgnoredFile) {
+        // Bundle lint reports the reader's notes and the constraints of bundles read from
+        // folders itself, with the bundle's context (the field inside the file).
+        if matches!(issue.kind, IssueKind::DuplicateKey | IssueKind::IgnoredFile)
+            || (issue.kind == IssueKind::BadConstraint
+                && loaded
+                    .bundles
+                    .iter()
+                    .any(|s| issue.package.as_ref() == Some(&s.package)))
+        {
             continue;
         }
         let level = if issue.severity == crate::validate::Severity::Error {

@@ -128,6 +128,9 @@ pub enum IssueKind {
     UnreadableFile,
     /// A channel's head bundle was left out; the channel is served from what it replaces.
     HeadLeftOut,
+    /// An `olm.constraint` cannot be read or compiled; the bundle stays in the catalog, but
+    /// resolution never chooses it.
+    BadConstraint,
 }
 
 impl LoadIssue {
@@ -543,6 +546,18 @@ pub(crate) fn add_bundle(
             ),
         ));
         return None;
+    }
+    for unusable in crate::constraint::unusable_in_bundle(&bundle) {
+        loaded.issues.push(LoadIssue::new(
+            Severity::Error,
+            IssueKind::BadConstraint,
+            Some(&name),
+            bundle.path_of(unusable.file).display().to_string(),
+            format!(
+                "{}: {} (bundle {csv_name}); resolution never chooses this bundle",
+                unusable.field, unusable.error.problem
+            ),
+        ));
     }
     package.bundles.insert(
         csv_name.clone(),

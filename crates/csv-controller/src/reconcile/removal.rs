@@ -1,85 +1,103 @@
 //! Removing the external objects a CSV created: pruning the ones its current spec no longer
 //! wants, and all of them when the CSV itself goes away (the finalizer's cleanup).
 
-use kube::{
-    Client, ResourceExt,
-    runtime::{controller::Action, events::EventType},
-};
-use windlass_api::ClusterServiceVersion;
+use kube::{ResourceExt, runtime::controller::Action};
+use windlass_api::{ClusterServiceVersion, names::labels};
+use windlass_kit::{Applier, Notice, ObjectKey};
 
-use super::{Context, Error, reporting::publish};
-use crate::{apply, desired::DesiredObject, names};
+use super::{Context, Error};
+use crate::{desired::DesiredObject, names};
+
+/// Kinds not owned through ownerReferences (cluster-scoped, or in another namespace), so found
+/// by label for pruning and cleanup.
+pub const EXTERNAL_KINDS: &[(&str, &str)] = &[
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+];
 
 fn selector_labels(csv: &ClusterServiceVersion) -> String {
     format!(
         "{}={},{}={}",
-        names::CSV_LABEL,
+        labels::CSV,
         names::label_value(&csv.name_any()),
-        names::CSV_NAMESPACE_LABEL,
+        labels::CSV_NAMESPACE,
         names::label_value(&csv.namespace().unwrap_or_default())
     )
 }
 
-/// Removes external objects this CSV created earlier that its current spec no longer wants.
-pub(super) async fn prune(
-    client: &Client,
+/// Every external object this CSV created.
+async fn created_by(
+    applier: &Applier,
     csv: &ClusterServiceVersion,
-    desired: &[DesiredObject],
-) -> Result<(), Error> {
+) -> Result<Vec<ObjectKey>, Error> {
     let selector = selector_labels(csv);
-    for kind in apply::EXTERNAL_KINDS {
-        let existing = apply::list_labelled(client, kind, &selector)
+    let mut found = Vec::new();
+    for (api_version, kind) in EXTERNAL_KINDS {
+        let objects = applier
+            .list(api_version, kind, None, &selector)
             .await
-            .map_err(|source| Error::Read {
+            .map_err(|source| Error::Cleanup {
                 what: format!("{kind}s labelled {selector}"),
                 source,
             })?;
-        for object in existing {
-            let (ns, object_name) = (object.namespace(), object.name_any());
-            let wanted = desired.iter().any(|d| {
-                d.kind() == *kind && d.name() == object_name && d.namespace() == ns.as_deref()
-            });
-            if !wanted {
-                apply::delete(client, kind, ns.as_deref(), &object_name)
-                    .await
-                    .map_err(|source| Error::Cleanup {
-                        kind: kind.to_string(),
-                        name: object_name.clone(),
-                        source,
-                    })?;
-            }
+        found.extend(objects.into_iter().map(|object| ObjectKey {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            namespace: object.namespace(),
+            name: object.name_any(),
+        }));
+    }
+    Ok(found)
+}
+
+async fn remove(applier: &Applier, key: &ObjectKey) -> Result<(), Error> {
+    applier
+        .delete(key)
+        .await
+        .map(|_| ())
+        .map_err(|source| Error::Cleanup {
+            what: key.to_string(),
+            source,
+        })
+}
+
+/// Removes external objects this CSV created earlier that its current spec no longer wants.
+pub(super) async fn prune(
+    applier: &Applier,
+    csv: &ClusterServiceVersion,
+    desired: &[DesiredObject],
+) -> Result<(), Error> {
+    for key in created_by(applier, csv).await? {
+        let wanted = desired.iter().any(|d| {
+            d.kind() == key.kind
+                && d.name() == key.name
+                && d.namespace() == key.namespace.as_deref()
+        });
+        if !wanted {
+            remove(applier, &key).await?;
         }
     }
     Ok(())
 }
 
 pub(super) async fn cleanup(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, Error> {
-    let selector = selector_labels(csv);
-    for kind in apply::EXTERNAL_KINDS {
-        let existing = apply::list_labelled(&ctx.client, kind, &selector)
-            .await
-            .map_err(|source| Error::Read {
-                what: format!("{kind}s labelled {selector}"),
-                source,
-            })?;
-        for object in existing {
-            let (ns, name) = (object.namespace(), object.name_any());
-            apply::delete(&ctx.client, kind, ns.as_deref(), &name)
-                .await
-                .map_err(|source| Error::Cleanup {
-                    kind: kind.to_string(),
-                    name,
-                    source,
-                })?;
-        }
+    for key in created_by(&ctx.applier, csv).await? {
+        remove(&ctx.applier, &key).await?;
     }
-    publish(
-        ctx,
-        csv,
-        EventType::Normal,
-        "Deleted",
-        "removed the objects this CSV created".into(),
-    )
-    .await;
+    let notice = Notice::normal("Deleted", "removed the objects this CSV created");
+    ctx.shell
+        .events
+        .publish(&kube::Resource::object_ref(csv, &()), &notice)
+        .await;
     Ok(Action::await_change())
 }

@@ -1,10 +1,12 @@
 //! A catalog turned into numbered bundles, packages and APIs, built once and shared by every
 //! resolution against that catalog (a controller resolves many subscriptions per catalog change).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
 
 use windlass_catalog::{
-    Bundle, Catalog, Package,
+    Bundle, Catalog, Constraint, Package,
+    constraint::{Candidate, CelProperties, Predicate},
     model::Gvk,
     range::{VersionRange, precedence},
     validate::channel_heads,
@@ -28,6 +30,35 @@ pub(crate) enum Req<'c> {
     },
     /// `olm.gvk.required` (and CSV `required` CRDs): any owner of the API.
     Gvk(GvkId),
+    /// `olm.constraint`: some bundle of the installation (this one included) satisfies the
+    /// predicate. The constraint is `Index::constraints[i]`, shared by every bundle that
+    /// carries the same one.
+    Constraint(u32),
+}
+
+/// One distinct `olm.constraint` of the catalog.
+#[derive(Debug)]
+pub(crate) struct ConstraintInfo {
+    /// An unusable constraint (`Err`, with the reason) can never be met.
+    pub parsed: Result<Constraint, String>,
+    /// Filled the first time a resolution reaches the constraint: evaluating a CEL rule over a
+    /// whole catalog is paid only for constraints that matter, and once.
+    cands: OnceLock<ConstraintCands>,
+}
+
+/// The bundles that satisfy one constraint.
+#[derive(Debug, Default)]
+pub(crate) struct ConstraintCands {
+    /// Best first: package order, then each package's own preference.
+    pub ordered: Vec<BundleId>,
+    /// The same, sorted by id, to test membership.
+    sorted: Vec<BundleId>,
+}
+
+impl ConstraintCands {
+    pub fn contains(&self, b: BundleId) -> bool {
+        self.sorted.binary_search(&b).is_ok()
+    }
 }
 
 #[derive(Debug)]
@@ -55,6 +86,11 @@ pub(crate) struct Index<'c> {
     pub gvk_ids: HashMap<&'c Gvk, GvkId>,
     /// Owners of each API, best first (package order, then the package's own preference).
     pub providers: Vec<Vec<BundleId>>,
+    /// The distinct constraints bundles carry (versions of a package often repeat one).
+    pub constraints: Vec<ConstraintInfo>,
+    /// Each bundle's properties as CEL rules see them, built on first use; empty when no
+    /// constraint in the catalog has a CEL rule.
+    cel_properties: Vec<OnceLock<CelProperties>>,
 }
 
 impl<'c> Index<'c> {
@@ -66,6 +102,8 @@ impl<'c> Index<'c> {
             gvks: Vec::new(),
             gvk_ids: HashMap::new(),
             providers: Vec::new(),
+            constraints: Vec::new(),
+            cel_properties: Vec::new(),
         };
         for (i, name) in catalog.packages.keys().enumerate() {
             index.pkg_ids.insert(name.as_str(), i as PkgId);
@@ -100,6 +138,7 @@ impl<'c> Index<'c> {
             });
         }
         // Requirements need every package numbered first.
+        let mut constraint_ids: HashMap<String, u32> = HashMap::new();
         for id in 0..index.bundles.len() {
             let bundle = index.bundles[id].bundle;
             let mut requires = Vec::new();
@@ -129,7 +168,25 @@ impl<'c> Index<'c> {
             for gvk in bundle.required_gvks() {
                 requires.push(Req::Gvk(index.gvk_id(gvk)));
             }
+            for value in bundle.constraint_values() {
+                let next = index.constraints.len() as u32;
+                let id = *constraint_ids.entry(value.to_string()).or_insert(next);
+                if id == next {
+                    index.constraints.push(ConstraintInfo {
+                        parsed: Constraint::parse(&value).map_err(|e| e.to_string()),
+                        cands: OnceLock::new(),
+                    });
+                }
+                requires.push(Req::Constraint(id));
+            }
             index.bundles[id].requires = requires;
+        }
+        if index
+            .constraints
+            .iter()
+            .any(|c| c.parsed.as_ref().is_ok_and(Constraint::uses_cel))
+        {
+            index.cel_properties = (0..index.bundles.len()).map(|_| OnceLock::new()).collect();
         }
         index.providers = vec![Vec::new(); index.gvks.len()];
         for pkg in &index.packages {
@@ -167,6 +224,111 @@ impl<'c> Index<'c> {
             .iter()
             .copied()
             .find(|b| precedence(&self.bundle(*b).bundle.version, version).is_eq())
+    }
+
+    /// The constraint requirement `r` of bundle `b` is, if it is one.
+    pub fn constraint_of(&self, b: BundleId, r: u32) -> Option<&ConstraintInfo> {
+        match &self.bundle(b).requires[r as usize] {
+            Req::Constraint(c) => self.constraints.get(*c as usize),
+            _ => None,
+        }
+    }
+
+    /// The bundles satisfying requirement `r` of bundle `b`, a constraint (computed once).
+    pub fn constraint_cands(&self, b: BundleId, r: u32) -> &ConstraintCands {
+        static NONE: ConstraintCands = ConstraintCands {
+            ordered: Vec::new(),
+            sorted: Vec::new(),
+        };
+        match self.constraint_of(b, r) {
+            Some(ConstraintInfo {
+                parsed: Ok(constraint),
+                cands,
+            }) => cands.get_or_init(|| self.satisfying(constraint)),
+            _ => &NONE,
+        }
+    }
+
+    /// Every bundle satisfying `constraint`, best first. Only the bundles that can satisfy it
+    /// are weighed: a package's bundles, an API's owners, or (for CEL rules and `not`) all.
+    fn satisfying(&self, constraint: &Constraint) -> ConstraintCands {
+        let matches = |b: BundleId| {
+            let bundle = self.bundle(b).bundle;
+            match self.cel_properties.get(b as usize) {
+                Some(cell) => {
+                    let props = cell.get_or_init(|| CelProperties::of(bundle));
+                    constraint.matches(&Candidate::with_properties(bundle, props))
+                }
+                None => constraint.matches(&Candidate::new(bundle)),
+            }
+        };
+        let ordered: Vec<BundleId> = self
+            .weighed(constraint)
+            .into_iter()
+            .filter(|b| matches(*b))
+            .collect();
+        let mut sorted = ordered.clone();
+        sorted.sort_unstable();
+        ConstraintCands { ordered, sorted }
+    }
+
+    /// The bundles weighed for requirement `r` of bundle `b`, a constraint, best first.
+    pub fn constraint_considered(&self, b: BundleId, r: u32) -> Vec<BundleId> {
+        match self.constraint_of(b, r).map(|c| &c.parsed) {
+            Some(Ok(c)) => self.weighed(c),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The bundles in the constraint's scope, best first.
+    fn weighed(&self, constraint: &Constraint) -> Vec<BundleId> {
+        match self.scope(constraint) {
+            None => self
+                .packages
+                .iter()
+                .flat_map(|p| p.bundles.iter().copied())
+                .collect(),
+            Some(scope) => {
+                let pkgs: BTreeSet<PkgId> = scope.iter().map(|b| self.bundle(*b).pkg).collect();
+                pkgs.into_iter()
+                    .flat_map(|p| self.package(p).bundles.iter().copied())
+                    .filter(|b| scope.contains(b))
+                    .collect()
+            }
+        }
+    }
+
+    /// The bundles that can possibly satisfy `constraint`; `None` for any bundle at all.
+    fn scope(&self, constraint: &Constraint) -> Option<BTreeSet<BundleId>> {
+        match &constraint.predicate {
+            Predicate::Package { package, .. } => Some(
+                self.pkg_ids
+                    .get(package.as_str())
+                    .map(|p| self.package(*p).bundles.iter().copied().collect())
+                    .unwrap_or_default(),
+            ),
+            Predicate::Gvk(gvk) => Some(
+                self.gvk_ids
+                    .get(gvk)
+                    .map(|g| self.providers[*g as usize].iter().copied().collect())
+                    .unwrap_or_default(),
+            ),
+            // Every member must hold, so the narrowest member's scope bounds the whole.
+            Predicate::All(members) => members
+                .iter()
+                .filter_map(|m| self.scope(m))
+                .min_by_key(BTreeSet::len),
+            Predicate::Any(members) => {
+                members
+                    .iter()
+                    .map(|m| self.scope(m))
+                    .try_fold(BTreeSet::new(), |mut acc, s| {
+                        acc.extend(s?);
+                        Some(acc)
+                    })
+            }
+            Predicate::Cel(_) | Predicate::Not(_) => None,
+        }
     }
 
     pub fn find_name(&self, pkg: PkgId, name: &str) -> Option<BundleId> {

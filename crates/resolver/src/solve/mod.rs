@@ -305,6 +305,8 @@ fn request_version<'r>(request: &'r Request, package: &str) -> Option<&'r Versio
 }
 
 #[cfg(test)]
+mod constraint_tests;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod tests;

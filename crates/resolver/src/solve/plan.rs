@@ -66,11 +66,12 @@ pub(crate) fn build(ix: &Index<'_>, c: &Compiled<'_>, state: &State, stats: Stat
                 .or_default()
                 .push(origin_label(ix, c, origin));
         }
-        for req in &info.requires {
+        for (r, req) in info.requires.iter().enumerate() {
             let dep = match req {
                 Req::Package { pkg: Some(p), .. } => state.assigned[*p as usize].map(|(d, _)| d),
                 Req::Package { .. } => None,
                 Req::Gvk(g) => state.owner[*g as usize],
+                Req::Constraint(_) => state.satisfier(ix, b, r as u32),
             };
             if let Some(d) = dep.filter(|d| *d != b) {
                 deps.entry(b).or_default().insert(d);

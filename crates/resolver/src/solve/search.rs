@@ -37,6 +37,11 @@ pub(crate) enum Ob {
         gvk: GvkId,
         origin: Origin,
     },
+    /// Some chosen bundle must satisfy constraint `cands` (always a `Cands::Req`).
+    Constraint {
+        cands: Cands,
+        origin: Origin,
+    },
     /// Cannot be met at all (unknown package, unreadable range, missing channel...): `why`
     /// points at the requirement (or the request's note) that says which.
     Never {
@@ -48,7 +53,10 @@ pub(crate) enum Ob {
 impl Ob {
     pub fn origin(&self) -> Origin {
         match self {
-            Ob::Pkg { origin, .. } | Ob::Gvk { origin, .. } | Ob::Never { origin, .. } => *origin,
+            Ob::Pkg { origin, .. }
+            | Ob::Gvk { origin, .. }
+            | Ob::Constraint { origin, .. }
+            | Ob::Never { origin, .. } => *origin,
         }
     }
 }
@@ -105,6 +113,19 @@ impl State {
     pub fn chosen(&self) -> impl Iterator<Item = BundleId> + '_ {
         self.trail.iter().copied()
     }
+
+    /// A chosen bundle that satisfies constraint requirement `r` of bundle `b`, if any.
+    pub fn satisfier(&self, index: &Index<'_>, b: BundleId, r: u32) -> Option<BundleId> {
+        let cands = index.constraint_cands(b, r);
+        let held =
+            |c: BundleId| self.assigned[index.bundle(c).pkg as usize].is_some_and(|(h, _)| h == c);
+        // Walk whichever list is shorter: the choices so far, or the constraint's candidates.
+        if cands.ordered.len() <= self.trail.len() {
+            cands.ordered.iter().copied().find(|c| held(*c))
+        } else {
+            self.trail.iter().copied().find(|c| cands.contains(*c))
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +149,7 @@ pub(crate) fn candidates<'a>(
     match cands {
         Cands::Req(b, r) => match &index.bundle(b).requires[r as usize] {
             Req::Package { cands, .. } => cands,
+            Req::Constraint(_) => &index.constraint_cands(b, r).ordered,
             Req::Gvk(_) => &[],
         },
         Cands::Local(i) => &lists.local[i as usize],
@@ -157,6 +179,14 @@ pub(crate) fn obligations_of(index: &Index<'_>, b: BundleId) -> Vec<Ob> {
                 origin,
             },
             Req::Gvk(g) => Ob::Gvk { gvk: *g, origin },
+            Req::Constraint(c) if index.constraints[*c as usize].parsed.is_ok() => Ob::Constraint {
+                cands: Cands::Req(b, r as u32),
+                origin,
+            },
+            Req::Constraint(_) => Ob::Never {
+                why: Cands::Req(b, r as u32),
+                origin,
+            },
         })
         .collect()
 }
@@ -198,6 +228,10 @@ pub(crate) fn search(
                     break;
                 }
                 Ob::Gvk { gvk, .. } if state.owner[gvk as usize].is_some() => pos += 1,
+                Ob::Constraint {
+                    cands: Cands::Req(b, r),
+                    ..
+                } if state.satisfier(index, b, r).is_some() => pos += 1,
                 Ob::Pkg { pkg, cands, .. } if state.assigned[pkg as usize].is_some() => {
                     let held = state.assigned[pkg as usize].map(|(b, _)| b);
                     if held.is_some_and(|h| candidates(index, lists, cands).contains(&h)) {
@@ -250,6 +284,20 @@ pub(crate) fn search(
     }
 }
 
+/// `list` and those of its bundles that are installed now.
+fn installed_among<'a>(
+    index: &Index<'_>,
+    lists: &Lists<'_>,
+    list: &'a [BundleId],
+) -> (&'a [BundleId], Vec<BundleId>) {
+    let installed = list
+        .iter()
+        .copied()
+        .filter(|b| lists.installed[index.bundle(*b).pkg as usize] == Some(*b))
+        .collect();
+    (list, installed)
+}
+
 /// Candidates of a choice, best first: the installed bundle leads wherever it qualifies.
 pub(crate) fn ordered(index: &Index<'_>, lists: &Lists<'_>, ob: Ob) -> Vec<BundleId> {
     let (list, installed): (&[BundleId], Vec<BundleId>) = match ob {
@@ -257,14 +305,9 @@ pub(crate) fn ordered(index: &Index<'_>, lists: &Lists<'_>, ob: Ob) -> Vec<Bundl
             candidates(index, lists, cands),
             lists.installed[pkg as usize].into_iter().collect(),
         ),
-        Ob::Gvk { gvk, .. } => {
-            let list = &index.providers[gvk as usize];
-            let installed = list
-                .iter()
-                .copied()
-                .filter(|b| lists.installed[index.bundle(*b).pkg as usize] == Some(*b))
-                .collect();
-            (list, installed)
+        Ob::Gvk { gvk, .. } => installed_among(index, lists, &index.providers[gvk as usize]),
+        Ob::Constraint { cands, .. } => {
+            installed_among(index, lists, candidates(index, lists, cands))
         }
         Ob::Never { .. } => (&[], Vec::new()),
     };

@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use windlass_bundle::oci::{self, Auth, RegistryOptions};
 use windlass_bundle::{Bundle, Limits, from_files, load::read_source};
 use windlass_catalog::lint::{Level, lint_bundle, provider_display};
+use windlass_oci::{self as oci, Auth, RegistryOptions};
 
 /// How to reach and log in to a registry.
 #[derive(clap::Args, Clone, Debug)]

@@ -82,7 +82,7 @@ fn read_sources(
     let mut bundles = Vec::new();
     for reference in references {
         let options = registry.options(reference)?;
-        let pulled = runtime.block_on(windlass_bundle::oci::pull(reference, &options))?;
+        let pulled = runtime.block_on(windlass_oci::pull(reference, &options))?;
         if let Some(configs) = pulled.labels.get(CONFIGS_LABEL) {
             merge(
                 &mut loaded,
@@ -122,7 +122,7 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let pushed = runtime.block_on(windlass_bundle::oci::push_image(
+    let pushed = runtime.block_on(windlass_oci::push_image(
         &tree,
         &labels,
         &args.reference,

@@ -6,6 +6,7 @@
 //! `TargetPinned` condition) until `windlass resume` hands it back.
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
+use windlass_api::names::annotations;
 
 use anyhow::{Context as _, bail};
 use kube::{
@@ -14,11 +15,6 @@ use kube::{
 };
 use serde_json::json;
 use windlass_api::{Blueprint, Subscription, blueprint::BlueprintPhase};
-
-/// The field manager of changes a person makes through the CLI.
-pub const CLI_FIELD_MANAGER: &str = "windlass-cli";
-/// The annotation that asks the Subscription controller to take the target back.
-pub const RESUME_ANNOTATION: &str = "windlass.dev/resume";
 
 #[derive(clap::Args)]
 pub struct Target {
@@ -133,7 +129,7 @@ async fn rollback_async(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     blueprints
         .patch(
             &name,
-            &PatchParams::apply(CLI_FIELD_MANAGER).force(),
+            &PatchParams::apply(windlass_api::names::CLI_FIELD_MANAGER).force(),
             &Patch::Apply(&patch),
         )
         .await
@@ -210,12 +206,12 @@ async fn wait_for_outcome(
 async fn resume_async(target: Target) -> anyhow::Result<ExitCode> {
     let (blueprints, blueprint) = blueprint_of(&target).await?;
     let name = blueprint.name_any();
-    let patch = json!({ "metadata": { "annotations": { RESUME_ANNOTATION: "true" } } });
+    let patch = json!({ "metadata": { "annotations": { annotations::RESUME: "true" } } });
     blueprints
         .patch(
             &name,
             &PatchParams {
-                field_manager: Some(CLI_FIELD_MANAGER.into()),
+                field_manager: Some(windlass_api::names::CLI_FIELD_MANAGER.into()),
                 ..Default::default()
             },
             &Patch::Merge(&patch),

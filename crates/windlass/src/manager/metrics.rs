@@ -63,7 +63,7 @@ impl Registry {
     }
 
     /// The metrics sink for one controller.
-    pub fn controller(&self, name: &str) -> Arc<dyn windlass_api::observe::ReconcileMetrics> {
+    pub fn controller(&self, name: &str) -> Arc<dyn windlass_kit::Metrics> {
         Arc::new(ControllerMetrics {
             registry: self.clone(),
             controller: name.to_string(),
@@ -88,8 +88,8 @@ struct ControllerMetrics {
     controller: String,
 }
 
-impl windlass_api::observe::ReconcileMetrics for ControllerMetrics {
-    fn reconciled(&self, duration: Duration, error: Option<&'static str>) {
+impl windlass_kit::Metrics for ControllerMetrics {
+    fn reconciled(&self, duration: Duration, failed_stage: Option<&'static str>) {
         let label = ControllerLabel {
             controller: self.controller.clone(),
         };
@@ -98,7 +98,7 @@ impl windlass_api::observe::ReconcileMetrics for ControllerMetrics {
             .durations
             .get_or_create(&label)
             .observe(duration.as_secs_f64());
-        if let Some(error) = error {
+        if let Some(error) = failed_stage {
             self.registry
                 .errors
                 .get_or_create(&ErrorLabel {

@@ -107,12 +107,7 @@ pub(crate) async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Clien
 
 async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     let client = client(args.kubeconfig.as_ref()).await?;
-    let client = match &args.watch_namespace {
-        Some(namespace) => scope::narrowed(client, namespace)
-            .await
-            .context("discovering which kinds are namespaced")?,
-        None => client,
-    };
+    let scope = scope::scope(args.watch_namespace.as_deref());
     let version = client
         .apiserver_version()
         .await
@@ -121,7 +116,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     if args.no_builtin_catalog {
         info!("built-in catalog disabled");
     }
-    info!(controllers = ?args.controllers, watch_namespace = ?args.watch_namespace, "reconciling");
+    info!(controllers = ?args.controllers, %scope, "reconciling");
     let runs = |controller| args.controllers.contains(&controller);
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -167,20 +162,18 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
             .context("creating the built-in Catalog")?;
     }
     state.set_ready(true);
-    let store = windlass_catalog_controller::CatalogStore::new();
-    let controllers = async {
+    let store = windlass_catalog_store::CatalogStore::new();
+    // Boxed: the four controllers' futures together are too large to move on the stack.
+    let controllers = Box::pin(async {
         tokio::join!(
             scope::only_if(
                 runs(scope::Controller::Catalog),
-                windlass_catalog_controller::run_with(
+                windlass_catalog_controller::run(
                     client.clone(),
                     store.clone(),
                     registry.controller("catalog"),
                     // Pull secrets live in the namespace the manager was told it runs in.
-                    windlass_catalog_controller::reconcile::Options {
-                        namespace: args.namespace.clone(),
-                        ..windlass_catalog_controller::reconcile::Options::from_env()
-                    },
+                    windlass_catalog_controller::Options::new(args.namespace.clone()),
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),
@@ -188,6 +181,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                 runs(scope::Controller::Subscription),
                 windlass_subscription_controller::run(
                     client.clone(),
+                    scope.clone(),
                     store.clone(),
                     registry.controller("subscription"),
                     until_shutdown(shutdown_rx.clone()),
@@ -197,6 +191,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                 runs(scope::Controller::Blueprint),
                 windlass_blueprint_controller::run(
                     client.clone(),
+                    scope.clone(),
                     store.clone(),
                     registry.controller("blueprint"),
                     until_shutdown(shutdown_rx.clone()),
@@ -206,12 +201,13 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                 runs(scope::Controller::ClusterServiceVersion),
                 windlass_csv_controller::run(
                     client.clone(),
+                    scope.clone(),
                     registry.controller("clusterserviceversion"),
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),
         );
-    };
+    });
     match leadership {
         Some(held) => {
             tokio::select! {

@@ -158,8 +158,8 @@ impl World {
             self.spec.revision = b.revision;
             self.spec.old_version = b.old_version.clone();
             self.spec.old_cluster_service_version_name = b.old_cluster_service_version_name.clone();
-            if b.reset_approval {
-                self.spec.approved = false;
+            if let Some(approved) = b.approved {
+                self.spec.approved = approved;
             }
             self.generation += 1;
         }

@@ -16,7 +16,7 @@ fn first_install_records_the_revision_then_applies_then_completes() {
             revision: 1,
             old_version: None,
             old_cluster_service_version_name: None,
-            reset_approval: true,
+            approved: Some(false),
         })
     );
     assert_eq!(
@@ -178,14 +178,19 @@ fn dependencies_must_be_installed_before_anything_is_applied() {
 fn unsafe_crds_block_the_plan_without_starting_the_clock() {
     let mut world = World::installed(&["1.0.0"]);
     world.subscribe_to("1.1.0");
-    world.validation = Validation::UnsafeCrds(vec![crate::crd_safety::Violation {
+    world.validation = Validation::UnsafeCrds(vec![windlass_bundle::crd::safety::Violation {
         crd: "databases.acme.windlass.dev".into(),
-        kind: crate::crd_safety::ViolationKind::InvalidExistingObject,
+        kind: windlass_bundle::crd::safety::ViolationKind::InvalidExistingObject,
         object_kind: Some("Database".into()),
         object: Some("team-a/orders".into()),
         version: Some("v1".into()),
         field: Some("spec.replicas".into()),
         message: "must be at most 9".into(),
+        verdict: windlass_bundle::crd::safety::Verdict::Blocks,
+        ratcheted: false,
+        namespace: Some("team-a".into()),
+        old: None,
+        new: None,
     }]);
     let blocked = world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Pending);

@@ -175,6 +175,65 @@ fn dependencies_with_bad_ranges_are_errors() {
 }
 
 #[test]
+fn unusable_constraints_are_errors_naming_file_and_field() {
+    let deps = "dependencies:
+- type: olm.constraint
+  value:
+    failureMessage: needs a db
+    all:
+      constraints:
+      - package: {packageName: db, versionRange: '>=1.0.0'}
+      - cel: {rule: \"properties.exists(p, p.type == 'x' &&)\"}
+- type: olm.constraint
+  value: {gvk: {group: g, version: v1, kind: K}}
+";
+    let props = "properties:
+- {type: olm.constraint, value: {failureMessage: m, package: {packageName: db, versionRange: '1.x'}, gvk: {group: g, version: v1, kind: K}}}
+";
+    let report = lint(
+        CSV,
+        &[
+            ("metadata/dependencies.yaml", deps),
+            ("metadata/properties.yaml", props),
+        ],
+    );
+    assert_eq!(
+        checks(&report, Level::Error),
+        vec![
+            (
+                "constraint",
+                Some("dependencies[0].value.all.constraints[1].cel.rule".into())
+            ),
+            ("constraint", Some("properties[0].value".into())),
+        ]
+    );
+    let errors: Vec<&crate::lint::Finding> = report
+        .findings
+        .iter()
+        .filter(|f| f.level == Level::Error)
+        .collect();
+    assert_eq!(errors[0].file, "b/metadata/dependencies.yaml");
+    assert!(
+        errors[0]
+            .message
+            .starts_with("unusable olm.constraint: the CEL rule does not compile"),
+        "{}",
+        errors[0].message
+    );
+    assert_eq!(errors[1].file, "b/metadata/properties.yaml");
+    assert!(
+        errors[1].message.contains("names package and gvk"),
+        "{}",
+        errors[1].message
+    );
+    // the usable one without a failureMessage only earns the warning
+    assert_eq!(
+        checks(&report, Level::Warning),
+        vec![("dependency", Some("dependencies[1]".into()))]
+    );
+}
+
+#[test]
 fn crds_without_schema_are_reported() {
     let bare = CRD.replace(", schema: {openAPIV3Schema: {type: object}}", "");
     let mut files = vec![

@@ -77,6 +77,12 @@ pub enum Requirement {
         package: String,
         version: Version,
     },
+    /// An `olm.constraint`: `constraint` is its one-line form, `message` its `failureMessage`.
+    Constraint {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        constraint: String,
+    },
 }
 
 /// A requirement that fails before any single candidate is weighed.
@@ -121,6 +127,17 @@ pub enum Problem {
     },
     NoOwner {
         api: String,
+    },
+    /// The constraint cannot be read or compiled; the bundle carrying it is never chosen.
+    BadConstraint {
+        error: String,
+    },
+    /// No bundle in the catalog satisfies the constraint. `considered` lists the best of the
+    /// bundles that were weighed (those of the package or API it names, or every bundle), and
+    /// `more_considered` how many others were.
+    NoBundleSatisfies {
+        considered: Vec<BundleRef>,
+        more_considered: usize,
     },
     /// The package already holds a version the requirement does not accept.
     PackageHeld {
@@ -335,23 +352,32 @@ impl Explainer<'_, '_> {
                 why: Cands::Req(b, r),
                 ..
             } => {
-                if let Req::Package {
-                    name,
-                    range,
-                    bad_range,
-                    ..
-                } = &ix.bundle(b).requires[r as usize]
-                {
-                    cause.problem = Some(match bad_range {
-                        Some(error) => Problem::BadRange {
-                            package: name.to_string(),
-                            range: range.to_string(),
-                            error: error.clone(),
-                        },
-                        None => Problem::NoSuchPackage {
-                            package: name.to_string(),
-                        },
-                    });
+                match &ix.bundle(b).requires[r as usize] {
+                    Req::Package {
+                        name,
+                        range,
+                        bad_range,
+                        ..
+                    } => {
+                        cause.problem = Some(match bad_range {
+                            Some(error) => Problem::BadRange {
+                                package: name.to_string(),
+                                range: range.to_string(),
+                                error: error.clone(),
+                            },
+                            None => Problem::NoSuchPackage {
+                                package: name.to_string(),
+                            },
+                        });
+                    }
+                    Req::Constraint(c) => {
+                        if let Err(error) = &ix.constraints[*c as usize].parsed {
+                            cause.problem = Some(Problem::BadConstraint {
+                                error: error.clone(),
+                            });
+                        }
+                    }
+                    Req::Gvk(_) => {}
                 }
                 return cause;
             }
@@ -385,6 +411,17 @@ impl Explainer<'_, '_> {
                 }
                 ordered(ix, self.lists, ob)
             }
+            Ob::Constraint {
+                cands: Cands::Req(b, r),
+                ..
+            } => {
+                if ix.constraint_cands(b, r).ordered.is_empty() {
+                    cause.problem = Some(constraint::nothing_satisfies(ix, b, r));
+                    return cause;
+                }
+                ordered(ix, self.lists, ob)
+            }
+            Ob::Constraint { .. } => Vec::new(),
             Ob::Gvk { gvk, .. } => {
                 if ix.providers[gvk as usize].is_empty() {
                     cause.problem = Some(Problem::NoOwner {
@@ -451,11 +488,18 @@ impl Explainer<'_, '_> {
                 range: range.to_string(),
             },
             Req::Gvk(g) => gvk_requirement(ix, *g),
+            Req::Constraint(c) => {
+                constraint::requirement(ix.bundle(b).bundle, r, &ix.constraints[*c as usize].parsed)
+            }
         };
         match (ob, ob.origin()) {
             (Ob::Gvk { gvk, .. }, _) => gvk_requirement(ix, gvk),
             (
                 Ob::Pkg {
+                    cands: Cands::Req(b, r),
+                    ..
+                }
+                | Ob::Constraint {
                     cands: Cands::Req(b, r),
                     ..
                 }
@@ -522,4 +566,5 @@ pub(crate) fn origin_label(ix: &Index<'_>, c: &Compiled<'_>, origin: Origin) -> 
     }
 }
 
+mod constraint;
 mod text;

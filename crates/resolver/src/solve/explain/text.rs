@@ -43,6 +43,14 @@ impl fmt::Display for Requirement {
             Requirement::KeepInstalled { package, version } => {
                 write!(f, "{package} to stay at {version}")
             }
+            Requirement::Constraint {
+                message: Some(message),
+                constraint,
+            } => write!(f, "{message} (olm.constraint {constraint})"),
+            Requirement::Constraint {
+                message: None,
+                constraint,
+            } => write!(f, "olm.constraint {constraint}"),
         }
     }
 }
@@ -120,6 +128,26 @@ impl fmt::Display for Problem {
                 list(available)
             ),
             Problem::NoOwner { api } => write!(f, "no bundle in the catalog owns {api}"),
+            Problem::BadConstraint { error } => {
+                write!(
+                    f,
+                    "the constraint cannot be used ({error}), so this bundle is never chosen"
+                )
+            }
+            Problem::NoBundleSatisfies {
+                considered,
+                more_considered,
+            } => {
+                write!(f, "no bundle in the catalog satisfies it")?;
+                if !considered.is_empty() {
+                    let names: Vec<String> = considered.iter().map(|c| c.to_string()).collect();
+                    write!(f, "; candidates considered: {}", names.join(", "))?;
+                    if *more_considered > 0 {
+                        write!(f, " and {more_considered} more")?;
+                    }
+                }
+                Ok(())
+            }
             Problem::PackageHeld { holder, needed_by } => {
                 write!(
                     f,
@@ -131,9 +159,24 @@ impl fmt::Display for Problem {
     }
 }
 
+/// "needs <requirement>"; a constraint's own message reads "needs: <message> (olm.constraint ...)".
+fn needs(requirement: &Requirement) -> String {
+    match requirement {
+        Requirement::Constraint {
+            message: Some(_), ..
+        } => format!("needs: {requirement}"),
+        _ => format!("needs {requirement}"),
+    }
+}
+
 fn render(cause: &Cause, level: usize, out: &mut String) {
     let pad = "  ".repeat(level);
-    let _ = write!(out, "{pad}{} needs {}", cause.needed_by, cause.requirement);
+    let _ = write!(
+        out,
+        "{pad}{} {}",
+        cause.needed_by,
+        needs(&cause.requirement)
+    );
     render_body(cause, level, out);
 }
 
@@ -171,7 +214,7 @@ fn render_body(cause: &Cause, level: usize, out: &mut String) {
                 );
             }
             Because::Unmet { cause } => {
-                let _ = write!(out, " needs {}", cause.requirement);
+                let _ = write!(out, " {}", needs(&cause.requirement));
                 render_body(cause, level + 1, out);
             }
         }

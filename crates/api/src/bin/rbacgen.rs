@@ -1,0 +1,475 @@
+//! The manager's RBAC, written once: the rules below become the plain YAML in `config/rbac` and
+//! the Helm chart's templates, which `make rbac` writes and `make verify` checks.
+//!
+//! Usage: `rbacgen [--check] CONFIG_RBAC_DIR CHART_TEMPLATES_DIR`. With `--check` nothing is
+//! written; it fails when a file differs from what it would write.
+
+use std::path::{Path, PathBuf};
+
+/// One RBAC rule and why the manager needs it (written above the rule as a comment).
+struct Rule {
+    why: &'static [&'static str],
+    api_groups: Vec<String>,
+    resources: Vec<String>,
+    verbs: &'static [&'static str],
+}
+
+const READ: &[&str] = &["get", "list", "watch"];
+const READ_WRITE: &[&str] = &[
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+const EVENTS: &[&str] = &["create", "patch"];
+
+fn rule(
+    why: &'static [&'static str],
+    api_groups: &[&str],
+    resources: &[&str],
+    verbs: &'static [&'static str],
+) -> Rule {
+    Rule {
+        why,
+        api_groups: api_groups.iter().map(|g| g.to_string()).collect(),
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        verbs,
+    }
+}
+
+/// The plural of every windlass kind, with `suffix` (`""`, `"/status"`, `"/finalizers"`).
+fn windlass_resources(suffix: &str) -> Vec<String> {
+    windlass_api::crds()
+        .iter()
+        .map(|crd| format!("{}{suffix}", crd.spec.names.plural))
+        .collect()
+}
+
+/// What the manager may do anywhere in the cluster (the ClusterRole).
+fn cluster_rules() -> Vec<Rule> {
+    let group = vec![windlass_api::GROUP.to_string()];
+    vec![
+        Rule {
+            why: &[
+                "windlass's own API: the controllers watch every kind, create the Blueprints and",
+                "ClusterServiceVersions they own, and delete them on uninstall.",
+            ],
+            api_groups: group.clone(),
+            resources: windlass_resources(""),
+            verbs: READ_WRITE,
+        },
+        Rule {
+            why: &[
+                "Status is a subresource: phases, conditions, plan and history are written there.",
+            ],
+            api_groups: group.clone(),
+            resources: windlass_resources("/status"),
+            verbs: &["get", "update", "patch"],
+        },
+        Rule {
+            why: &[
+                "Finalizers clean up cluster-scoped objects, which ownerReferences cannot; setting an",
+                "ownerReference with blockOwnerDeletion on a namespaced object also needs this.",
+            ],
+            api_groups: group,
+            resources: windlass_resources("/finalizers"),
+            verbs: &["update"],
+        },
+        rule(
+            &[
+                "Bundles ship CRDs: the Blueprint applies them (after its safety checks), the CSV controller",
+                "checks required CRDs are Established and patches conversion webhooks into them. Deleting",
+                "happens only when an uninstall asks for it; the manager also waits on its own CRDs.",
+            ],
+            &["apiextensions.k8s.io"],
+            &["customresourcedefinitions"],
+            READ_WRITE,
+        ),
+        rule(
+            &[
+                "What an operator's install strategy and its bundle create, in whichever namespace the",
+                "operator is installed to: ServiceAccounts, webhook Services, configuration, and the",
+                "webhook serving certificates (Secrets). Revisions of each Blueprint are stored as Secrets,",
+                "and Catalog pull secrets are read from the manager's namespace.",
+            ],
+            &[""],
+            &["serviceaccounts", "services", "configmaps", "secrets"],
+            READ_WRITE,
+        ),
+        rule(
+            &[
+                "The operators' Deployments (created, rolled in place on upgrade, deleted on uninstall).",
+            ],
+            &["apps"],
+            &["deployments"],
+            READ_WRITE,
+        ),
+        rule(
+            &[
+                "Health: a CSV's failure message names the failing pod and its container state, found",
+                "through the Deployment's ReplicaSets. Read only.",
+            ],
+            &["apps"],
+            &["replicasets"],
+            READ,
+        ),
+        rule(
+            &["The failing pods themselves, for the same message. Read only."],
+            &[""],
+            &["pods"],
+            READ,
+        ),
+        rule(
+            &[
+                "Target namespaces are checked to exist and listed for AllNamespaces installs. Read only.",
+            ],
+            &[""],
+            &["namespaces"],
+            READ,
+        ),
+        rule(
+            &[
+                "Other kinds OLM allows in a bundle's manifests; applied by the Blueprint before the CSV.",
+            ],
+            &["policy"],
+            &["poddisruptionbudgets"],
+            READ_WRITE,
+        ),
+        rule(
+            &["Another kind OLM allows in a bundle's manifests."],
+            &["scheduling.k8s.io"],
+            &["priorityclasses"],
+            READ_WRITE,
+        ),
+        rule(
+            &["Other kinds OLM allows in a bundle's manifests: monitoring."],
+            &["monitoring.coreos.com"],
+            &["prometheusrules", "servicemonitors"],
+            READ_WRITE,
+        ),
+        rule(
+            &["Another kind OLM allows in a bundle's manifests."],
+            &["autoscaling.k8s.io"],
+            &["verticalpodautoscalers"],
+            READ_WRITE,
+        ),
+        rule(
+            &["Other kinds OLM allows in a bundle's manifests: console additions."],
+            &["console.openshift.io"],
+            &[
+                "consoleyamlsamples",
+                "consolequickstarts",
+                "consoleclidownloads",
+                "consolelinks",
+            ],
+            READ_WRITE,
+        ),
+        rule(
+            &[
+                "CRD upgrade safety: before a bundle's CRD replaces a live one, every existing custom resource",
+                "of each version served by both is validated against the new schema, so the manager lists the",
+                "custom resources of the CRDs it upgrades. Their groups are whatever bundles define, hence the",
+                "wildcard; the rule is read-only (get/list).",
+            ],
+            &["*"],
+            &["*"],
+            &["get", "list"],
+        ),
+        rule(
+            &[
+                "Operators' `permissions` become Roles/RoleBindings and `clusterPermissions` become",
+                "ClusterRoles/ClusterRoleBindings.",
+                "",
+                "Kubernetes refuses to let anyone create a Role granting permissions it does not hold itself,",
+                "or bind a role it could not create, unless it has `escalate` and `bind`. An operator's",
+                "permissions are arbitrary (any group, any resource, any verb), so windlass cannot hold them",
+                "all in advance without being cluster-admin: it holds `escalate` and `bind` instead.",
+                "",
+                "What this means for a cluster admin: whoever can make windlass install a bundle can grant",
+                "that bundle's operator any permission in the cluster. Treat create/update on",
+                "windlass.dev Subscriptions, Blueprints and Catalogs like cluster-admin, exactly as with",
+                "OLM's Subscriptions and CatalogSources, and only add Catalogs you trust.",
+            ],
+            &["rbac.authorization.k8s.io"],
+            &["roles", "clusterroles"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete", "escalate", "bind",
+            ],
+        ),
+        rule(
+            &["Binding the operators' roles to their ServiceAccounts."],
+            &["rbac.authorization.k8s.io"],
+            &["rolebindings", "clusterrolebindings"],
+            READ_WRITE,
+        ),
+        rule(
+            &[
+                "Operators' webhookdefinitions become webhook configurations carrying the generated CA.",
+            ],
+            &["admissionregistration.k8s.io"],
+            &[
+                "validatingwebhookconfigurations",
+                "mutatingwebhookconfigurations",
+            ],
+            READ_WRITE,
+        ),
+        rule(
+            &[
+                "Events on each phase change and plan step, recorded in the namespace of the object.",
+            ],
+            &["", "events.k8s.io"],
+            &["events"],
+            EVENTS,
+        ),
+    ]
+}
+
+/// What the manager may do only in its own namespace (the leader-election Role).
+fn namespace_rules() -> Vec<Rule> {
+    vec![
+        rule(
+            &["Leader election: one coordination Lease in the manager's own namespace."],
+            &["coordination.k8s.io"],
+            &["leases"],
+            READ_WRITE,
+        ),
+        rule(
+            &[
+                "Events about the manager itself (leader changes) in its own namespace; the ClusterRole grants",
+                "events too, this keeps the leader-election Role complete on its own.",
+            ],
+            &["", "events.k8s.io"],
+            &["events"],
+            EVENTS,
+        ),
+    ]
+}
+
+/// A YAML flow list of double-quoted strings: `["get", "list"]`.
+fn flow_list<S: AsRef<str>>(items: &[S]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|item| serde_json::Value::from(item.as_ref()).to_string())
+        .collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+fn render_rules(rules: &[Rule]) -> String {
+    let mut out = String::from("rules:\n");
+    for rule in rules {
+        for line in rule.why {
+            if line.is_empty() {
+                out.push_str("#\n");
+            } else {
+                out.push_str(&format!("# {line}\n"));
+            }
+        }
+        out.push_str(&format!("- apiGroups: {}\n", flow_list(&rule.api_groups)));
+        out.push_str(&format!("  resources: {}\n", flow_list(&rule.resources)));
+        out.push_str(&format!("  verbs: {}\n", flow_list(rule.verbs)));
+    }
+    out
+}
+
+const GENERATED: &str =
+    "# Generated by `make rbac` from crates/api/src/bin/rbacgen.rs; edit the rules there.\n";
+
+// No `\` continuation here: it would eat the indentation.
+const PLAIN_LABELS: &str = "  labels:
+    app.kubernetes.io/name: windlass
+    app.kubernetes.io/component: manager
+    app.kubernetes.io/part-of: windlass
+";
+
+const CHART_LABELS: &str = "  labels:
+    {{- include \"windlass.labels\" . | nindent 4 }}
+";
+
+/// `(file name, text)` for `config/rbac`: the objects the chart makes for release `windlass` in
+/// namespace `windlass-system`.
+fn plain_files() -> Vec<(&'static str, String)> {
+    let cluster_role = format!(
+        "{GENERATED}\
+# The permissions of the windlass manager across the cluster, for installs without helm (the
+# Helm chart's templates/clusterrole.yaml has the same rules); each rule says why it exists.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: windlass-manager
+{PLAIN_LABELS}{}",
+        render_rules(&cluster_rules())
+    );
+    let role = format!(
+        "{GENERATED}\
+# Permissions the manager needs only in its own namespace (windlass-system); the Helm chart's
+# templates/role.yaml has the same rules.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: windlass-leader-election
+  namespace: windlass-system
+{PLAIN_LABELS}{}",
+        render_rules(&namespace_rules())
+    );
+    vec![("cluster_role.yaml", cluster_role), ("role.yaml", role)]
+}
+
+/// `(file name, text)` for the chart's `templates/`: the roles and their bindings.
+fn chart_files() -> Vec<(&'static str, String)> {
+    let cluster_role = format!(
+        "{GENERATED}\
+# The permissions of the windlass manager across the cluster (config/rbac/cluster_role.yaml
+# has the same rules, for installs without helm).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager
+{CHART_LABELS}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager
+{CHART_LABELS}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager
+subjects:
+- kind: ServiceAccount
+  name: {{{{ include \"windlass.serviceAccountName\" . }}}}
+  namespace: {{{{ .Release.Namespace }}}}
+",
+        render_rules(&cluster_rules())
+    );
+    let role = format!(
+        "{GENERATED}\
+# Permissions the manager needs only in its own namespace (config/rbac/role.yaml has the same
+# rules).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-leader-election
+  namespace: {{{{ .Release.Namespace }}}}
+{CHART_LABELS}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-leader-election
+  namespace: {{{{ .Release.Namespace }}}}
+{CHART_LABELS}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{{{ include \"windlass.fullname\" . }}}}-leader-election
+subjects:
+- kind: ServiceAccount
+  name: {{{{ include \"windlass.serviceAccountName\" . }}}}
+  namespace: {{{{ .Release.Namespace }}}}
+",
+        render_rules(&namespace_rules())
+    );
+    vec![("clusterrole.yaml", cluster_role), ("role.yaml", role)]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let check = args.first().is_some_and(|a| a == "--check");
+    if check {
+        args.remove(0);
+    }
+    let [plain_dir, chart_dir] = args.as_slice() else {
+        return Err("usage: rbacgen [--check] CONFIG_RBAC_DIR CHART_TEMPLATES_DIR".into());
+    };
+    let outputs = [
+        (PathBuf::from(plain_dir), plain_files()),
+        (PathBuf::from(chart_dir), chart_files()),
+    ];
+    let mut stale = Vec::new();
+    for (dir, files) in outputs {
+        for (name, text) in files {
+            let path = dir.join(name);
+            if check {
+                if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                    stale.push(path.display().to_string());
+                }
+            } else {
+                write(&path, &text)?;
+            }
+        }
+    }
+    if !stale.is_empty() {
+        return Err(format!(
+            "{} differ from the rules in crates/api/src/bin/rbacgen.rs; run `make rbac` and commit the result",
+            stale.join(", ")
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
+
+    use super::*;
+
+    fn policy_rules(rules: &[Rule]) -> Vec<PolicyRule> {
+        rules
+            .iter()
+            .map(|rule| PolicyRule {
+                api_groups: Some(rule.api_groups.clone()),
+                resources: Some(rule.resources.clone()),
+                verbs: rule.verbs.iter().map(|v| v.to_string()).collect(),
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_rule_says_why() {
+        for rule in cluster_rules().iter().chain(&namespace_rules()) {
+            assert!(
+                rule.why.first().is_some_and(|line| !line.is_empty()),
+                "{:?} has no reason",
+                rule.resources
+            );
+        }
+    }
+
+    #[test]
+    fn every_windlass_kind_is_granted_with_its_status_and_finalizers() {
+        let rules = cluster_rules();
+        for crd in windlass_api::crds() {
+            let plural = crd.spec.names.plural;
+            for resource in [
+                plural.clone(),
+                format!("{plural}/status"),
+                format!("{plural}/finalizers"),
+            ] {
+                assert!(
+                    rules.iter().any(|r| r.api_groups == [windlass_api::GROUP]
+                        && r.resources.contains(&resource)),
+                    "{resource} is not granted"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_plain_yaml_parses_back_to_the_rules() {
+        let files = plain_files();
+        let cluster_role: ClusterRole = serde_saphyr::from_str(&files[0].1).unwrap();
+        assert_eq!(
+            cluster_role.metadata.name.as_deref(),
+            Some("windlass-manager")
+        );
+        assert_eq!(cluster_role.rules.unwrap(), policy_rules(&cluster_rules()));
+        let role: Role = serde_saphyr::from_str(&files[1].1).unwrap();
+        assert_eq!(role.metadata.namespace.as_deref(), Some("windlass-system"));
+        assert_eq!(role.rules.unwrap(), policy_rules(&namespace_rules()));
+    }
+
+    #[test]
+    fn names_that_need_quoting_are_quoted() {
+        assert_eq!(flow_list(&["", "*", "apps"]), r#"["", "*", "apps"]"#);
+    }
+}

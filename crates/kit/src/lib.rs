@@ -1,0 +1,57 @@
+//! The controller kit: the shell every windlass controller shares, so each controller is only
+//! its own pipeline.
+//!
+//! Every reconcile reads the same way, in the same five stages ([`Stage`]):
+//! **read** the cluster, **decide** (pure, in the controller's own modules), **build** the
+//! desired objects, **apply** them, **report** status and Events. The kit provides the parts
+//! that are not the controller's own decision:
+//!
+//! - [`Scope`]: which namespace a controller watches and reconciles (explicit, never read from
+//!   the environment);
+//! - [`Applier`]: server-side apply of any kind, resolved through discovery, that compares
+//!   with the live object first ([`compare::up_to_date`]) so a settled reconcile writes nothing;
+//! - [`status::apply_status`]: the one way status is written (server-side apply, optionally
+//!   guarded by the resourceVersion the decision was made from);
+//! - [`Events`] and [`Notice`]: Kubernetes Events with the API's size limits respected;
+//! - [`runner`]: the reconcile span, timing and metrics ([`Metrics`]), the error policy and
+//!   the finalizer wrapper;
+//! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`).
+
+pub mod apply;
+pub mod compare;
+pub mod events;
+pub mod runner;
+pub mod scope;
+pub mod seal_key;
+pub mod status;
+
+pub use apply::{Applied, Applier, ApplyError, ObjectKey};
+pub use events::{Events, Notice};
+pub use runner::{Metrics, ReconcileError, Stage};
+pub use scope::Scope;
+
+use std::sync::Arc;
+
+use kube::Client;
+
+/// What every controller's context holds besides its own caches: the client, the scope it
+/// reconciles, its Events and its metrics.
+#[derive(Clone)]
+pub struct Shell {
+    pub client: Client,
+    pub scope: Scope,
+    pub events: Events,
+    pub metrics: Arc<dyn Metrics>,
+}
+
+impl Shell {
+    /// `controller` names the Event source (one of [`windlass_api::names::controllers`]).
+    pub fn new(client: Client, scope: Scope, controller: &str, metrics: Arc<dyn Metrics>) -> Shell {
+        Shell {
+            events: Events::new(client.clone(), controller),
+            client,
+            scope,
+            metrics,
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Running a reconciler: one span per reconcile, timing and metrics by stage, the error policy,
+//! the finalizer wrapper and the log of failed reconciles.
+
+use std::{fmt, future::Future, sync::Arc, time::Duration, time::Instant};
+
+use futures::{Stream, StreamExt};
+use kube::{
+    Api, Resource, ResourceExt,
+    runtime::{
+        controller::Action,
+        finalizer::{self, Event as Finalizer},
+    },
+};
+use serde::{Serialize, de::DeserializeOwned};
+use tracing::{Instrument, warn};
+
+/// The stages every reconcile goes through, in order. Errors say which stage failed, and the
+/// metrics count failures by stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Reading the object and what it points to from the cluster (and registries).
+    Read,
+    /// Deciding what should be (pure); fails only on an internal contradiction.
+    Decide,
+    /// Building the desired objects.
+    Build,
+    /// Applying and deleting objects.
+    Apply,
+    /// Writing status and bookkeeping.
+    Report,
+    /// Removing what an object created, when it is deleted.
+    Cleanup,
+}
+
+impl Stage {
+    /// The metric label: `read`, `decide`, `build`, `apply`, `report` or `cleanup`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Stage::Read => "read",
+            Stage::Decide => "decide",
+            Stage::Build => "build",
+            Stage::Apply => "apply",
+            Stage::Report => "report",
+            Stage::Cleanup => "cleanup",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// What every controller's error tells the kit.
+pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
+    /// The stage that failed.
+    fn stage(&self) -> Stage;
+
+    /// Whether someone changed an object since it was read (retry at once, decide again).
+    fn is_conflict(&self) -> bool {
+        false
+    }
+
+    /// When to try again.
+    fn retry_after(&self) -> Duration {
+        if self.is_conflict() {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(10)
+        }
+    }
+}
+
+/// How the manager observes reconciles (count, duration, failures by stage).
+pub trait Metrics: Send + Sync {
+    fn reconciled(&self, duration: Duration, failed_stage: Option<&'static str>);
+}
+
+/// Runs one reconcile inside a span naming the object, and records its duration and outcome.
+pub async fn observed<K, E, F>(metrics: &dyn Metrics, object: &K, reconcile: F) -> Result<Action, E>
+where
+    K: Resource<DynamicType = ()>,
+    E: ReconcileError,
+    F: Future<Output = Result<Action, E>>,
+{
+    let span = tracing::info_span!(
+        "reconcile",
+        kind = %K::kind(&()),
+        namespace = %object.meta().namespace.as_deref().unwrap_or_default(),
+        name = %object.meta().name.as_deref().unwrap_or_default(),
+    );
+    let start = Instant::now();
+    let result = reconcile.instrument(span).await;
+    metrics.reconciled(
+        start.elapsed(),
+        result.as_ref().err().map(|e| e.stage().label()),
+    );
+    result
+}
+
+/// The error policy every controller uses: log, then retry after what the error asks.
+pub fn error_policy<K, E: ReconcileError, C>(object: Arc<K>, error: &E, _ctx: Arc<C>) -> Action
+where
+    K: Resource<DynamicType = ()>,
+{
+    if !error.is_conflict() {
+        warn!(
+            kind = %K::kind(&()),
+            name = %object.meta().name.as_deref().unwrap_or_default(),
+            stage = %error.stage(),
+            %error,
+            "reconcile failed; retrying"
+        );
+    }
+    Action::requeue(error.retry_after())
+}
+
+/// Drives a controller's result stream to its end (the controller's shutdown), logging
+/// failures the error policy has not already told about.
+pub async fn drain<S, T, E>(results: S)
+where
+    S: Stream<Item = Result<T, E>>,
+    E: fmt::Display,
+{
+    results
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile ended with an error");
+            }
+        })
+        .await;
+}
+
+/// What a finalizer's failure became: the controller's own error, or the finalizer's.
+pub trait FromFinalizerError: Sized {
+    fn from_finalizer(object: String, message: String) -> Self;
+}
+
+/// Runs `apply` for a live object and `cleanup` for one being deleted, keeping `finalizer` on
+/// the object until `cleanup` succeeded (kube's finalizer helper, with errors mapped back to
+/// the controller's own).
+pub async fn with_finalizer<K, E, A, AF, C, CF>(
+    api: &Api<K>,
+    finalizer_name: &str,
+    object: Arc<K>,
+    apply: A,
+    cleanup: C,
+) -> Result<Action, E>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    E: ReconcileError + FromFinalizerError,
+    A: FnOnce(Arc<K>) -> AF,
+    AF: Future<Output = Result<Action, E>>,
+    C: FnOnce(Arc<K>) -> CF,
+    CF: Future<Output = Result<Action, E>>,
+{
+    let name = object.name_any();
+    finalizer::finalizer(api, finalizer_name, object, |event| async move {
+        match event {
+            Finalizer::Apply(object) => apply(object).await,
+            Finalizer::Cleanup(object) => cleanup(object).await,
+        }
+    })
+    .await
+    .map_err(|error| match error {
+        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+        other => E::from_finalizer(name, other.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("boom")]
+    struct Conflict;
+
+    impl ReconcileError for Conflict {
+        fn stage(&self) -> Stage {
+            Stage::Report
+        }
+        fn is_conflict(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn conflicts_retry_at_once_and_stages_label_metrics() {
+        assert_eq!(Conflict.retry_after(), Duration::from_secs(1));
+        assert_eq!(Stage::Report.label(), "report");
+        assert_eq!(Stage::Cleanup.to_string(), "cleanup");
+    }
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the end-to-end tests: the e2e test binary one module at a time, each module's tests in
+# parallel, then the e2e crate's own unit tests. The modules were separate test binaries once,
+# which cargo runs one after another, and some rely on not overlapping with the others:
+# manager_kills restarts the shared manager, some tests count polls or writes in a time window.
+# One binary is still one link. Usage: e2e-tests.sh [MODULE...] (default: every module that
+# tests/e2e/main.rs declares); extra libtest arguments go in WINDLASS_TEST_ARGS.
+source "$(dirname "$0")/lib.sh"
+cargo="${CARGO:-cargo}"
+read -r -a test_args <<<"${WINDLASS_TEST_ARGS:---test-threads=4}"
+
+mapfile -t all < <(sed -n 's/^mod \([a-z0-9_]*\);$/\1/p' "$E2E_DIR/tests/e2e/main.rs" | grep -vx common)
+# libtest selects tests by substring: `install::` would also pick `lifecycle_install::...`.
+for a in "${all[@]}"; do
+  for b in "${all[@]}"; do
+    [[ "$a" != "$b" && "$b" == *"$a" ]] && die "module $b ends with the name of module $a; rename one (tests are picked by name)"
+  done
+done
+modules=("$@")
+((${#modules[@]})) || modules=("${all[@]}")
+
+"$cargo" test -p windlass-e2e --no-run
+failed=()
+start=$SECONDS
+for module in "${modules[@]}"; do
+  log "e2e module $module"
+  "$cargo" test -p windlass-e2e --test e2e -- "${test_args[@]}" "$module::" || failed+=("$module")
+done
+"$cargo" test -p windlass-e2e --lib --bins -- "${test_args[@]}" || failed+=("(e2e crate unit tests)")
+log "end-to-end tests took $((SECONDS - start)) s"
+((${#failed[@]} == 0)) || die "failed: ${failed[*]}"

@@ -1,0 +1,7 @@
+//! Helpers shared by several e2e modules; the ones every test uses live in `windlass-testkit`.
+
+pub mod api_server;
+pub mod api_verdict;
+pub mod corpus_cases;
+pub mod crd_variants;
+pub mod helm;

@@ -1,0 +1,543 @@
+//! Every file in `examples/` is applied to the local control plane as a user would apply it
+//! (server-side apply, strict field validation), each in a namespace of its own, and every
+//! object in it has to get where its kind should get: a Subscription to an installed Blueprint
+//! that carries its settings, a Catalog to Serving. A file holding anything this module does not
+//! know how to check fails the test, so a new kind of example comes with its check.
+//!
+//! The registries the Catalog examples name do not exist here: the test publishes content in
+//! the local registry under a package name of its own, points the Catalog's images at it, and
+//! creates the pull secret it names; every other field is applied as written.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use k8s_openapi::{
+    ByteString,
+    api::{apps::v1::Deployment, core::v1::Secret},
+};
+use kube::{
+    Api, Client,
+    api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+use windlass_api::{
+    Blueprint, Catalog, Subscription,
+    blueprint::{BlueprintPhase, RevisionOutcome},
+    catalog::{CatalogPhase, CatalogSourceType},
+    config::{Approval, DEFAULT_HISTORY_LIMIT, DEFAULT_PROGRESS_DEADLINE_SECONDS},
+};
+use windlass_testkit::{
+    TEST_NAMESPACE_LABEL, TestNamespace,
+    catalogs::{plain_http, publish},
+    kubectl,
+    lifecycle::{approve, subscribe, wait_blueprint, wait_object, wait_subscription},
+    require_manager, unique_name,
+};
+
+const TIMEOUT: Duration = Duration::from_secs(240);
+const FIELD_MANAGER: &str = "windlass-examples";
+/// Sample bundles a test catalog is filled with, in upgrade order.
+const SAMPLE_BUNDLES: [(&str, &str); 3] = [
+    ("acme-db/1.0.0", "acme-db.v1.0.0"),
+    ("acme-db/1.0.1", "acme-db.v1.0.1"),
+    ("acme-db/1.1.0", "acme-db.v1.1.0"),
+];
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// Every example file, sorted; anything else in the folder but its README is a failure.
+fn example_files() -> Vec<PathBuf> {
+    let dir = examples_dir();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "README.md" {
+            continue;
+        }
+        assert!(
+            path.is_file() && [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e)),
+            "examples/{name} is not a YAML or JSON file, so no test applies it"
+        );
+        files.push(path);
+    }
+    files.sort();
+    assert!(!files.is_empty(), "no examples in {}", dir.display());
+    files
+}
+
+fn short_name(file: &Path) -> String {
+    format!("examples/{}", file.file_name().unwrap().to_string_lossy())
+}
+
+fn documents(file: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(file).unwrap();
+    windlass_bundle::yaml::parse_documents(&short_name(file), &text)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .documents
+}
+
+/// Given every file in `examples/`, when each is applied to the local control plane, then the
+/// API server accepts every object and each reaches the state its kind should reach.
+#[tokio::test]
+async fn every_example_is_accepted_and_does_what_it_says() {
+    require_manager();
+    let client = windlass_testkit::client().await;
+    let mut checks = tokio::task::JoinSet::new();
+    let mut names = HashMap::new();
+    for file in example_files() {
+        let client = client.clone();
+        let name = short_name(&file);
+        let id = checks
+            .spawn(async move { check_file(&client, &file).await })
+            .id();
+        names.insert(id, name);
+    }
+    let mut failures = Vec::new();
+    while let Some(done) = checks.join_next_with_id().await {
+        if let Err(error) = done {
+            let file = names[&error.id()].clone();
+            failures.push(format!("{file}: {}", panic_message(error)));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+fn panic_message(error: tokio::task::JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(panic) => panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panicked".into()),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// One file: its Catalogs (all together, they may depend on each other's priorities), then
+/// each Subscription.
+async fn check_file(client: &Client, file: &Path) {
+    let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let mut catalogs = Vec::new();
+    let mut subscriptions = Vec::new();
+    for (index, document) in documents(file).into_iter().enumerate() {
+        let kind = (document["apiVersion"].as_str(), document["kind"].as_str());
+        match kind {
+            (Some("windlass.dev/v1alpha1"), Some("Catalog")) => catalogs.push(document),
+            (Some("windlass.dev/v1alpha1"), Some("Subscription")) => subscriptions.push(document),
+            (api_version, kind) => panic!(
+                "document {} is {}/{}, which e2e/tests/e2e/examples.rs does not know how to check; add its check there",
+                index + 1,
+                api_version.unwrap_or("(no apiVersion)"),
+                kind.unwrap_or("(no kind)")
+            ),
+        }
+    }
+    if !catalogs.is_empty() {
+        check_catalogs(client, &stem, catalogs).await;
+    }
+    for subscription in subscriptions {
+        check_subscription(client, &stem, subscription).await;
+    }
+}
+
+/// Server-side apply with strict field validation, as `kubectl apply --server-side` does.
+fn apply_params() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).validation_strict()
+}
+
+/// Given a Subscription example applied in a namespace of its own, its Blueprint installs the
+/// package (after a person's approval when it asks for one) and carries the example's settings,
+/// and the operator's Deployments carry its `config`.
+async fn check_subscription(client: &Client, stem: &str, document: Value) {
+    let ns = TestNamespace::create(client, &format!("example-{stem}")).await;
+    let mut object = document.clone();
+    object["metadata"]["namespace"] = json!(ns.name);
+    let example: Subscription = serde_json::from_value(document)
+        .unwrap_or_else(|e| panic!("not a Subscription windlass reads: {e}"));
+    let name = example
+        .metadata
+        .name
+        .clone()
+        .expect("a Subscription has a name");
+    Api::<Subscription>::namespaced(client.clone(), &ns.name)
+        .patch(&name, &apply_params(), &Patch::Apply(&object))
+        .await
+        .unwrap_or_else(|e| panic!("the API server refused Subscription {name}: {e}"));
+
+    let subscription = wait_subscription(client, &ns.name, &name, "a Blueprint", TIMEOUT, |s| {
+        s.status.as_ref().is_some_and(|s| s.blueprint.is_some())
+    })
+    .await;
+    let blueprint_name = subscription.status.unwrap().blueprint.unwrap();
+    let spec = &example.spec;
+    let installed_csv = if spec.approval == Approval::Manual {
+        let waiting = wait_blueprint(
+            client,
+            &ns.name,
+            &blueprint_name,
+            "RequiresApproval before anything is installed",
+            TIMEOUT,
+            |b| blueprint_phase(b) == Some(BlueprintPhase::RequiresApproval),
+        )
+        .await;
+        let target = waiting.spec.cluster_service_version_name.clone();
+        if let Some(starting) = &spec.starting_csv {
+            assert_eq!(&target, starting, "the first plan is not startingCSV");
+        }
+        approve(client, &ns.name, &blueprint_name).await;
+        target
+    } else {
+        let done = wait_blueprint(
+            client,
+            &ns.name,
+            &blueprint_name,
+            "Succeeded",
+            TIMEOUT,
+            |b| blueprint_phase(b) == Some(BlueprintPhase::Succeeded),
+        )
+        .await;
+        done.spec.cluster_service_version_name
+    };
+    let blueprint = wait_blueprint(
+        client,
+        &ns.name,
+        &blueprint_name,
+        &format!("a Completed revision of {installed_csv}"),
+        TIMEOUT,
+        |b| {
+            b.status.as_ref().is_some_and(|s| {
+                s.history.iter().any(|r| {
+                    r.cluster_service_version_name == installed_csv
+                        && r.outcome == RevisionOutcome::Completed
+                })
+            })
+        },
+    )
+    .await;
+
+    // What the Subscription asked for is what the Blueprint carries out.
+    let plan = &blueprint.spec;
+    assert_eq!(plan.package, spec.package);
+    assert_eq!(plan.approval, spec.approval, "approval");
+    assert_eq!(plan.config, spec.config, "config");
+    assert_eq!(
+        plan.crd_deletion_policy, spec.crd_deletion_policy,
+        "crdDeletionPolicy"
+    );
+    // Left out of the example, a setting reaches the Blueprint as its documented default.
+    assert_eq!(
+        plan.history_limit,
+        Some(spec.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT)),
+        "historyLimit"
+    );
+    let rollback = spec.rollback.clone().unwrap_or_default();
+    assert_eq!(
+        plan.progress_deadline_seconds,
+        Some(
+            rollback
+                .progress_deadline_seconds
+                .unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS)
+        ),
+        "rollback.progressDeadlineSeconds"
+    );
+    assert_eq!(
+        plan.automatic_rollback,
+        Some(rollback.automatic.unwrap_or(true)),
+        "rollback.automatic"
+    );
+    if !spec.config.is_empty() {
+        check_deployments_carry(
+            client,
+            &ns.name,
+            &serde_json::to_value(&spec.config).unwrap(),
+        )
+        .await;
+    }
+}
+
+fn blueprint_phase(blueprint: &Blueprint) -> Option<BlueprintPhase> {
+    blueprint.status.as_ref().and_then(|s| s.phase)
+}
+
+/// Every container of every Deployment in the namespace has the config's env vars and
+/// resources, and every pod template its node selector, tolerations and annotations.
+async fn check_deployments_carry(client: &Client, namespace: &str, config: &Value) {
+    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(
+        !deployments.is_empty(),
+        "no operator Deployment in {namespace}"
+    );
+    let contains_all = |have: &Value, want: &Value| match (have, want) {
+        (Value::Array(have), Value::Array(want)) => want.iter().all(|w| have.contains(w)),
+        (Value::Object(have), Value::Object(want)) => {
+            want.iter().all(|(k, v)| have.get(k) == Some(v))
+        }
+        _ => want.is_null(),
+    };
+    for deployment in deployments {
+        let name = deployment.metadata.name.clone().unwrap_or_default();
+        let template = serde_json::to_value(&deployment.spec.template).unwrap();
+        let pod = &template["spec"];
+        for (field, have) in [
+            ("nodeSelector", &pod["nodeSelector"]),
+            ("tolerations", &pod["tolerations"]),
+            ("annotations", &template["metadata"]["annotations"]),
+        ] {
+            assert!(
+                contains_all(have, &config[field]),
+                "Deployment {name}: {field} {have} lacks the config's {}",
+                config[field]
+            );
+        }
+        for container in pod["containers"].as_array().unwrap() {
+            assert!(
+                contains_all(&container["env"], &config["env"]),
+                "Deployment {name}, container {}: env {} lacks the config's {}",
+                container["name"],
+                container["env"],
+                config["env"]
+            );
+            if !config["resources"].is_null() {
+                assert_eq!(
+                    container["resources"], config["resources"],
+                    "Deployment {name}, container {}: resources",
+                    container["name"]
+                );
+            }
+        }
+    }
+}
+
+/// Deletes what a Catalog example made outside any namespace, also when the check fails.
+struct CatalogCleanup {
+    catalogs: Vec<String>,
+    secrets: Vec<(String, String)>,
+}
+
+impl Drop for CatalogCleanup {
+    fn drop(&mut self) {
+        // Drop cannot await: ask the apiserver through kubectl, as TestCatalog does.
+        for name in &self.catalogs {
+            let _ = kubectl()
+                .args(["delete", "catalog.windlass.dev", name, "--wait=false"])
+                .args(["--ignore-not-found"])
+                .output();
+        }
+        for (namespace, name) in &self.secrets {
+            let _ = kubectl()
+                .args([
+                    "delete",
+                    "secret",
+                    name,
+                    "-n",
+                    namespace,
+                    "--ignore-not-found",
+                ])
+                .output();
+        }
+    }
+}
+
+/// A file-based catalog of one package holding the given bundles (CSV name, image), pushed as a
+/// catalog image to the local registry; returns its reference.
+async fn push_catalog_image(package: &str, bundles: &[(String, String)]) -> String {
+    let mut blobs = vec![
+        json!({ "schema": "olm.package", "name": package, "defaultChannel": "stable" }),
+        json!({
+            "schema": "olm.channel", "name": "stable", "package": package,
+            "entries": bundles.iter().map(|(csv, _)| json!({ "name": csv })).collect::<Vec<_>>(),
+        }),
+    ];
+    for (csv, image) in bundles {
+        let version = csv.rsplit_once(".v").map(|(_, v)| v).unwrap();
+        blobs.push(json!({
+            "schema": "olm.bundle", "name": csv, "package": package, "image": image,
+            "properties": [
+                { "type": "olm.package", "value": { "packageName": package, "version": version } },
+            ],
+        }));
+    }
+    let text: String = blobs.iter().map(|b| format!("{b}\n")).collect();
+    let mut tree = windlass_bundle::FileTree::default();
+    tree.files
+        .insert(format!("configs/{package}/catalog.json"), text.into_bytes());
+    let labels = [(
+        windlass_catalog::fbc::CONFIGS_LABEL.to_string(),
+        "/configs".to_string(),
+    )]
+    .into();
+    let reference = format!(
+        "{}:latest",
+        windlass_testkit::registry().unique_repository("examples/catalog")
+    );
+    windlass_oci::push_image(&tree, &labels, &reference, &plain_http())
+        .await
+        .unwrap_or_else(|e| panic!("pushing {reference}: {e}"));
+    reference
+}
+
+/// Given the Catalog examples of one file, with their images pointed at content in the local
+/// registry (one package of the test's own) and their pull secrets created, each is Serving
+/// that package; when there are several, a Subscription to it installs from the one with the
+/// highest priority.
+async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
+    let package = unique_name(&format!("example-{stem}"));
+    let manager_namespace =
+        windlass_testkit::manager::namespace().expect("the manager's --namespace");
+    let mut cleanup = CatalogCleanup {
+        catalogs: Vec::new(),
+        secrets: Vec::new(),
+    };
+    // The bundles, published once: every catalog of the file offers the same package.
+    let most_images = documents
+        .iter()
+        .map(|d| {
+            d["spec"]["source"]["bundleImages"]
+                .as_array()
+                .map_or(1, Vec::len)
+        })
+        .max()
+        .unwrap_or(1);
+    assert!(
+        most_images <= SAMPLE_BUNDLES.len(),
+        "lists {most_images} bundle images; the test has {} sample bundles to publish",
+        SAMPLE_BUNDLES.len()
+    );
+    let mut published = Vec::new();
+    for (folder, csv) in &SAMPLE_BUNDLES[..most_images] {
+        published.push((csv.to_string(), publish(&package, folder, |_| {}).await));
+    }
+    let mut catalog_image = None;
+
+    let api = Api::<Catalog>::all(client.clone());
+    let mut applied = Vec::new();
+    for document in documents {
+        let example: Catalog = serde_json::from_value(document.clone())
+            .unwrap_or_else(|e| panic!("not a Catalog windlass reads: {e}"));
+        let name = unique_name(example.metadata.name.as_deref().expect("a name"));
+        let mut object = document;
+        object["metadata"]["name"] = json!(name);
+        object["metadata"]["labels"][TEST_NAMESPACE_LABEL] = json!("true");
+        let source = &mut object["spec"]["source"];
+        let expected_packages = match example.spec.source.type_ {
+            CatalogSourceType::Image => {
+                if catalog_image.is_none() {
+                    catalog_image = Some(push_catalog_image(&package, &published[..1]).await);
+                }
+                source["image"] = json!(catalog_image.clone().unwrap());
+                source["plainHTTP"] = json!(true);
+                Some(1)
+            }
+            CatalogSourceType::BundleImages => {
+                let listed = example.spec.source.bundle_images.len();
+                source["bundleImages"] = json!(
+                    published[..listed]
+                        .iter()
+                        .map(|(_, r)| r)
+                        .collect::<Vec<_>>()
+                );
+                source["plainHTTP"] = json!(true);
+                Some(1)
+            }
+            // The built-in samples, compiled into the manager: nothing to publish.
+            CatalogSourceType::BuiltIn => None,
+        };
+        if let Some(secret) = &example.spec.source.pull_secret {
+            let secret_name = unique_name(secret);
+            create_pull_secret(client, &manager_namespace, &secret_name).await;
+            cleanup
+                .secrets
+                .push((manager_namespace.clone(), secret_name.clone()));
+            source["pullSecret"] = json!(secret_name);
+        }
+        cleanup.catalogs.push(name.clone());
+        api.patch(&name, &apply_params(), &Patch::Apply(&object))
+            .await
+            .unwrap_or_else(|e| panic!("the API server refused Catalog {name}: {e}"));
+        applied.push((name, example.spec.priority, expected_packages));
+    }
+
+    for (name, _, expected_packages) in &applied {
+        wait_object(&api, name, "Serving", TIMEOUT, |c| {
+            let status = c.status.as_ref();
+            status.and_then(|s| s.phase) == Some(CatalogPhase::Serving)
+                && (expected_packages.is_none()
+                    || status.and_then(|s| s.packages) == *expected_packages)
+        })
+        .await;
+    }
+
+    if applied.len() > 1 {
+        let mut priorities: Vec<i32> = applied.iter().map(|(_, p, _)| *p).collect();
+        priorities.sort();
+        priorities.dedup();
+        assert_eq!(
+            priorities.len(),
+            applied.len(),
+            "its Catalogs share a priority, so which one serves a package is not what the example shows"
+        );
+        let (preferred, _, _) = applied.iter().max_by_key(|(_, p, _)| *p).unwrap();
+        let ns = TestNamespace::create(client, &format!("example-{stem}")).await;
+        subscribe(
+            client,
+            &ns.name,
+            "from-the-preferred-catalog",
+            json!({ "package": package, "targetNamespaces": [ns.name] }),
+        )
+        .await;
+        let subscription = wait_subscription(
+            client,
+            &ns.name,
+            "from-the-preferred-catalog",
+            "a Blueprint",
+            TIMEOUT,
+            |s| s.status.as_ref().is_some_and(|s| s.blueprint.is_some()),
+        )
+        .await;
+        let blueprint = subscription.status.unwrap().blueprint.unwrap();
+        let installed = wait_blueprint(client, &ns.name, &blueprint, "Succeeded", TIMEOUT, |b| {
+            blueprint_phase(b) == Some(BlueprintPhase::Succeeded)
+        })
+        .await;
+        assert_eq!(
+            installed.spec.bundle.and_then(|b| b.catalog).as_ref(),
+            Some(preferred),
+            "the package was not installed from the highest-priority catalog"
+        );
+    }
+}
+
+/// A `kubernetes.io/dockerconfigjson` Secret for the local registry, which asks for no
+/// credentials but accepts requests that carry them.
+async fn create_pull_secret(client: &Client, namespace: &str, name: &str) {
+    let registry = windlass_testkit::registry();
+    let config =
+        json!({ "auths": { registry.addr: { "username": "examples", "password": "unused" } } });
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some([(TEST_NAMESPACE_LABEL.to_string(), "true".to_string())].into()),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(BTreeMap::from([(
+            ".dockerconfigjson".to_string(),
+            ByteString(serde_json::to_vec(&config).unwrap()),
+        )])),
+        ..Default::default()
+    };
+    Api::<Secret>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap_or_else(|e| panic!("creating pull secret {namespace}/{name}: {e}"));
+}

@@ -1,0 +1,458 @@
+//! The windlass Helm chart (`config/helm/windlass`): it lints and renders clean, `helm install`
+//! creates the manager's ServiceAccount, RBAC, Deployment and metrics Service as configured,
+//! `helm uninstall` removes them (cluster-scoped RBAC included), and the plain RBAC in
+//! `config/rbac` grants exactly what the chart grants.
+//!
+//! The pods are simulated by kwok, so these tests check the objects, not the manager process.
+
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{Service, ServiceAccount},
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use windlass_testkit::{TestNamespace, helm, kubectl, run_ok, unique_name};
+
+use crate::common::helm::{
+    ReleaseGuard, chart_crd_files, chart_dir, container, install_objects, objects_of, repo_root,
+    run_with_stdin, wait_gone,
+};
+
+#[test]
+fn chart_lints_clean_and_renders_the_manager_command_from_values() {
+    let chart = chart_dir();
+    run_ok(helm().args(["lint", "--strict", &chart]));
+
+    let defaults = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "windlass-system",
+    ]));
+    for arg in [
+        "- manager",
+        "- --log-level=info",
+        "- --log-format=json",
+        "- --leader-elect=true",
+        "- --metrics-bind-address=0.0.0.0:8080",
+        "- --health-probe-bind-address=0.0.0.0:8081",
+        "- --namespace=windlass-system",
+    ] {
+        assert!(
+            defaults.contains(arg),
+            "default render lacks `{arg}`:\n{defaults}"
+        );
+    }
+    assert!(
+        !defaults.contains("--no-builtin-catalog"),
+        "the built-in catalog is on by default"
+    );
+    assert!(
+        defaults.contains("image: ghcr.io/windlass-dev/windlass:0.1.0"),
+        "the tag defaults to appVersion"
+    );
+
+    let custom = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "ops",
+        "--set",
+        "logLevel=windlass=debug\\,kube=info,logFormat=text,leaderElection=false,builtInCatalog.enabled=false,metrics.port=9090,health.port=9091,image.tag=dev",
+    ]));
+    for arg in [
+        "- --log-level=windlass=debug,kube=info",
+        "- --log-format=text",
+        "- --leader-elect=false",
+        "- --metrics-bind-address=0.0.0.0:9090",
+        "- --health-probe-bind-address=0.0.0.0:9091",
+        "- --namespace=ops",
+        "- --no-builtin-catalog",
+        "image: ghcr.io/windlass-dev/windlass:dev",
+    ] {
+        assert!(
+            custom.contains(arg),
+            "custom render lacks `{arg}`:\n{custom}"
+        );
+    }
+
+    // values.schema.json refuses values the manager would reject at start.
+    for bad in [
+        "logFormat=xml",
+        "metrics.port=70000",
+        "image.pullPolicy=Sometimes",
+        "unknownKey=1",
+    ] {
+        let output = helm()
+            .args(["template", "windlass", &chart, "--set", bad])
+            .output()
+            .expect("running helm");
+        assert!(!output.status.success(), "`--set {bad}` rendered");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("schema"),
+            "`--set {bad}` failed for another reason: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    // Two active managers would fight over every object: the chart refuses that combination.
+    let output = helm()
+        .args([
+            "template",
+            "windlass",
+            &chart,
+            "--set",
+            "replicas=2,leaderElection=false",
+        ])
+        .output()
+        .expect("running helm");
+    assert!(
+        !output.status.success(),
+        "replicas=2 without leader election rendered"
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("needs leaderElection"));
+}
+
+#[tokio::test]
+async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
+    // kubectl reads the YAML; it needs the apiserver only for discovery.
+    let _ = windlass_testkit::client().await;
+    let rendered = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart_dir(),
+        "--namespace",
+        "windlass-system",
+        "--show-only",
+        "templates/serviceaccount.yaml",
+        "--show-only",
+        "templates/clusterrole.yaml",
+        "--show-only",
+        "templates/role.yaml",
+    ]));
+    let chart = objects_of(&rendered);
+    let plain = objects_of(&run_ok(kubectl().args([
+        "kustomize",
+        &repo_root().join("config/rbac").display().to_string(),
+    ])));
+
+    let names: Vec<&String> = chart.keys().collect();
+    assert_eq!(
+        names,
+        plain.keys().collect::<Vec<_>>(),
+        "the chart and config/rbac define different objects"
+    );
+    assert_eq!(
+        names,
+        [
+            "ClusterRole/windlass-manager",
+            "ClusterRoleBinding/windlass-manager",
+            "Role/windlass-leader-election",
+            "RoleBinding/windlass-leader-election",
+            "ServiceAccount/windlass",
+        ]
+    );
+    for (key, object) in &chart {
+        for field in ["rules", "roleRef", "subjects"] {
+            assert_eq!(
+                object[field], plain[key][field],
+                "{key}: `{field}` differs between the chart and config/rbac"
+            );
+        }
+        assert_eq!(
+            plain[key]["metadata"]["namespace"], object["metadata"]["namespace"],
+            "{key}: namespace differs"
+        );
+    }
+    // The rule that makes installing arbitrary operators possible is there, and documented.
+    let rules = chart["ClusterRole/windlass-manager"]["rules"]
+        .as_array()
+        .unwrap();
+    assert!(rules.iter().any(|r| {
+        r["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&"clusterroles".into())
+            && r["verbs"].as_array().unwrap().contains(&"escalate".into())
+            && r["verbs"].as_array().unwrap().contains(&"bind".into())
+    }));
+    assert!(rendered.contains("What this means for a cluster admin"));
+}
+
+#[tokio::test]
+async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_removes_them() {
+    let client: Client = windlass_testkit::client().await;
+    let ns = TestNamespace::create(&client, "helm-windlass").await;
+    let release = unique_name("wl");
+    let full = format!("{release}-windlass");
+    let chart = chart_dir();
+
+    let mut install = helm();
+    install.args([
+        "install",
+        &release,
+        &chart,
+        "--namespace",
+        &ns.name,
+        "--wait",
+        "--timeout",
+        "120s",
+    ]);
+    install.args([
+        "--set",
+        "logLevel=debug,replicas=2,resources.limits.memory=300Mi,resources.requests.cpu=75m",
+        "--set",
+        "serviceAccount.annotations.example\\.com/role=manager",
+    ]);
+    // CRDs are cluster-wide and shared with every other test. Helm applies the chart's CRDs
+    // server-side and stops on a conflict with whoever created them first, so it installs them
+    // only when none exists yet; either way the chart's CRD files must be accepted by the
+    // apiserver and every one of them must exist afterwards.
+    let crd_files = chart_crd_files();
+    let mut crd_names = Vec::new();
+    for file in &crd_files {
+        let text = std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+        for (key, object) in objects_of(&text) {
+            assert!(
+                key.starts_with("CustomResourceDefinition/"),
+                "{}: {key} is not a CRD",
+                file.display()
+            );
+            crd_names.push(
+                object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+        run_ok(kubectl().args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "--field-manager=helm-chart-test",
+            "-f",
+            &file.display().to_string(),
+        ]));
+    }
+    let existing = run_ok(kubectl().args(["get", "crd", "-o", "name"]));
+    let all_exist = crd_names.iter().all(|name| {
+        existing
+            .lines()
+            .any(|l| l == format!("customresourcedefinition.apiextensions.k8s.io/{name}"))
+    });
+    if crd_files.is_empty() || all_exist {
+        install.arg("--skip-crds");
+    }
+    run_ok(&mut install);
+    let _guard = ReleaseGuard {
+        release: &release,
+        namespace: &ns.name,
+    };
+
+    let service_accounts = Api::<ServiceAccount>::namespaced(client.clone(), &ns.name);
+    let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name);
+    let services = Api::<Service>::namespaced(client.clone(), &ns.name);
+    let roles = Api::<Role>::namespaced(client.clone(), &ns.name);
+    let role_bindings = Api::<RoleBinding>::namespaced(client.clone(), &ns.name);
+    let cluster_roles = Api::<ClusterRole>::all(client.clone());
+    let cluster_role_bindings = Api::<ClusterRoleBinding>::all(client.clone());
+
+    let sa = service_accounts.get(&full).await.unwrap();
+    assert_eq!(
+        sa.metadata.annotations.unwrap()["example.com/role"],
+        "manager"
+    );
+
+    // Cluster-scoped names carry the release name, so parallel releases do not collide.
+    let cluster_role_name = format!("{full}-manager");
+    let cluster_role = cluster_roles.get(&cluster_role_name).await.unwrap();
+    let rules = cluster_role.rules.unwrap();
+    assert!(
+        !rules.is_empty(),
+        "ClusterRole {cluster_role_name} grants nothing"
+    );
+    let binding = cluster_role_bindings.get(&cluster_role_name).await.unwrap();
+    assert_eq!(binding.role_ref.name, cluster_role_name);
+    let subject = &binding.subjects.unwrap()[0];
+    assert_eq!(
+        (subject.name.as_str(), subject.namespace.as_deref()),
+        (full.as_str(), Some(ns.name.as_str()))
+    );
+
+    let role = roles.get(&format!("{full}-leader-election")).await.unwrap();
+    assert!(role.rules.unwrap().iter().any(|r| {
+        r.resources
+            .as_ref()
+            .is_some_and(|rs| rs.contains(&"leases".to_string()))
+    }));
+    role_bindings
+        .get(&format!("{full}-leader-election"))
+        .await
+        .unwrap();
+
+    let deployment = deployments.get(&full).await.unwrap();
+    assert_eq!(deployment.spec.replicas, Some(2));
+    let pod = serde_json::to_value(&deployment.spec.template.spec).unwrap();
+    let c = serde_json::to_value(container(&deployment)).unwrap();
+    let env: Vec<&Value> = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "POD_NAMESPACE")
+        .collect();
+    let seen = json!({
+        "serviceAccountName": pod["serviceAccountName"],
+        "podSecurity": [pod["securityContext"]["runAsNonRoot"], pod["securityContext"]["seccompProfile"]["type"]],
+        "args": c["args"],
+        "podNamespaceFrom": env.first().map(|e| &e["valueFrom"]["fieldRef"]["fieldPath"]),
+        "liveness": [c["livenessProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["port"]],
+        "readiness": [c["readinessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["port"]],
+        "ports": c["ports"].as_array().unwrap().iter().map(|p| json!([p["name"], p["containerPort"]])).collect::<Vec<_>>(),
+        "resources": c["resources"],
+        "tmp": c["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "tmp").map(|m| &m["mountPath"]),
+        "security": c["securityContext"],
+    });
+    let expected = json!({
+        "serviceAccountName": full,
+        "podSecurity": [true, "RuntimeDefault"],
+        "args": ["manager", "--log-level=debug", "--log-format=json", "--leader-elect=true",
+            "--metrics-bind-address=0.0.0.0:8080", "--health-probe-bind-address=0.0.0.0:8081", format!("--namespace={}", ns.name)],
+        "podNamespaceFrom": "metadata.namespace",
+        "liveness": ["/healthz", "health"],
+        "readiness": ["/readyz", "health"],
+        "ports": [["metrics", 8080], ["health", 8081]],
+        "resources": {"limits": {"memory": "300Mi"}, "requests": {"cpu": "75m", "memory": "64Mi"}},
+        // The root filesystem is read-only; /tmp is the writable scratch space.
+        "tmp": "/tmp",
+        "security": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "privileged": false, "readOnlyRootFilesystem": true},
+    });
+    assert_eq!(
+        seen, expected,
+        "the manager Deployment is not as configured"
+    );
+
+    // The apiserver agrees: as the chart's ServiceAccount, the manager may do what running
+    // windlass takes, and nothing it never needs.
+    let manager = format!("system:serviceaccount:{}:{full}", ns.name);
+    let can = |verb: &str, resource: &str, namespace: Option<&str>| {
+        let mut command = kubectl();
+        command.args(["auth", "can-i", verb, resource, "--as", &manager]);
+        match namespace {
+            Some(ns) => command.args(["--namespace", ns]),
+            None => command.arg("--all-namespaces"),
+        };
+        let output = command.output().expect("running kubectl auth can-i");
+        String::from_utf8_lossy(&output.stdout).trim() == "yes"
+    };
+    for (verb, resource) in [
+        ("patch", "clusterserviceversions.windlass.dev"),
+        ("create", "blueprints.windlass.dev"),
+        ("list", "pods"),
+        ("create", "events"),
+    ] {
+        assert!(
+            can(verb, resource, None),
+            "the manager may not {verb} {resource}"
+        );
+    }
+    assert!(can("update", "leases.coordination.k8s.io", Some(&ns.name)));
+    assert!(
+        !can("update", "leases.coordination.k8s.io", Some("default")),
+        "Leases only in its own namespace"
+    );
+    for (verb, resource) in [
+        // Reading is granted everywhere (CRD upgrade safety lists custom resources of any
+        // group); writing is not.
+        ("delete", "nodes"),
+        ("delete", "pods"),
+        ("create", "pods/exec"),
+        ("delete", "namespaces"),
+    ] {
+        assert!(
+            !can(verb, resource, None),
+            "the manager may {verb} {resource}, which it never needs"
+        );
+    }
+    // Everything the sample bundles' installs create passes authorization and the RBAC
+    // escalation checks as the manager (a server-side dry run: nothing is created). Their Roles
+    // grant what the manager itself lacks (acme.windlass.dev resources, nodes), so this proves
+    // `escalate` and `bind` work.
+    for path in ["bundles/acme-db/1.0.0", "bundles/acme-gateway/0.1.0"] {
+        let bundle = windlass_bundle::load_bundle(&repo_root().join(path))
+            .unwrap_or_else(|e| panic!("loading {path}: {e}"));
+        let mut documents = vec![install_objects(&bundle, &ns.name, &release)];
+        documents.extend(
+            bundle
+                .objects_of_kind("CustomResourceDefinition")
+                .map(|m| m.object.clone()),
+        );
+        for document in documents {
+            run_with_stdin(
+                kubectl().args([
+                    "apply",
+                    "--server-side",
+                    "--force-conflicts",
+                    "--field-manager=windlass",
+                    "--dry-run=server",
+                    "--as",
+                    &manager,
+                    "-f",
+                    "-",
+                ]),
+                &document.to_string(),
+            );
+        }
+    }
+
+    let service = services.get(&format!("{full}-metrics")).await.unwrap();
+    let service_spec = service.spec.unwrap();
+    let port = &service_spec.ports.unwrap()[0];
+    assert_eq!((port.name.as_deref(), port.port), (Some("metrics"), 8080));
+    let selector = service_spec.selector.unwrap();
+    let pod_labels = deployment.spec.template.metadata.unwrap().labels.unwrap();
+    assert!(
+        selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)),
+        "the Service selects the manager pods"
+    );
+
+    if !crd_files.is_empty() {
+        let crds = run_ok(kubectl().args(["get", "crd", "-o", "name"]));
+        for crd in [
+            "subscriptions.windlass.dev",
+            "blueprints.windlass.dev",
+            "clusterserviceversions.windlass.dev",
+            "catalogs.windlass.dev",
+        ] {
+            assert!(
+                crd_names.iter().any(|n| n == crd),
+                "the chart's crds/ lacks {crd}"
+            );
+            assert!(
+                crds.contains(crd),
+                "{crd} is not in the cluster after the install:\n{crds}"
+            );
+        }
+    }
+
+    run_ok(helm().args([
+        "uninstall",
+        &release,
+        "--namespace",
+        &ns.name,
+        "--wait",
+        "--timeout",
+        "120s",
+    ]));
+    wait_gone(&deployments, &full).await;
+    wait_gone(&services, &format!("{full}-metrics")).await;
+    wait_gone(&service_accounts, &full).await;
+    wait_gone(&roles, &format!("{full}-leader-election")).await;
+    wait_gone(&role_bindings, &format!("{full}-leader-election")).await;
+    wait_gone(&cluster_roles, &cluster_role_name).await;
+    wait_gone(&cluster_role_bindings, &cluster_role_name).await;
+}

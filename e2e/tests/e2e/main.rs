@@ -1,0 +1,33 @@
+//! The end-to-end tests: one test binary, one module per area, against the local control plane
+//! (`make e2e` starts it and the manager). One binary rather than one per area because each
+//! links kube and the controllers, and linking is most of an incremental build.
+//!
+//! Each test works in its own namespace. `make e2e` (`e2e/scripts/e2e-tests.sh`) runs the modules
+//! one after another and each module's tests in parallel, as when they were separate binaries:
+//! `manager_kills` restarts the shared manager, and some tests count polls or writes in a time
+//! window. Run one area with `make e2e E2E_MODULES=lifecycle_rollback`, or with the cluster and
+//! manager up, `cargo test -p windlass-e2e --test e2e -- lifecycle_rollback::`.
+
+mod common;
+
+mod blueprint_lifecycle;
+mod catalog_sources;
+mod control_plane;
+mod corpus_installs;
+mod crd_safety_differential;
+mod csv_controller;
+mod examples;
+mod helm_chart;
+mod leader_election;
+mod legacy_crds;
+mod lifecycle_catalogs;
+mod lifecycle_install;
+mod lifecycle_rollback;
+mod lifecycle_uninstall;
+mod manager_image;
+mod manager_kills;
+mod oci_bundles;
+mod registry_and_helm;
+mod release_payloads;
+mod subscription_dependencies;
+mod subscription_status;

@@ -1,0 +1,224 @@
+//! The manager killed (SIGKILL) at random moments while it installs, upgrades and rolls back an
+//! operator, at least 20 times: every time it comes back it must pick up where the cluster
+//! says things are, and the end state has no duplicate or orphaned objects.
+//!
+//! This test restarts the manager that `make e2e` runs (with `e2e/scripts/manager-restart.sh`);
+//! other tests running at the same time see short outages, which they must tolerate anyway.
+
+use std::{collections::BTreeSet, path::PathBuf, process::Command, time::Duration};
+
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    core::v1::{Secret, ServiceAccount},
+    rbac::v1::{Role, RoleBinding},
+};
+use kube::{Api, ResourceExt, api::ListParams};
+use serde_json::json;
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, Subscription,
+    blueprint::{BlueprintPhase, RevisionOutcome},
+};
+use windlass_testkit::{
+    TestNamespace,
+    lifecycle::{is_at, subscribe, wait_blueprint},
+    require_manager, state_dir,
+};
+
+const KILLS: usize = 24;
+
+fn manager_bin() -> PathBuf {
+    std::env::var_os("WINDLASS_MANAGER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+                .join("debug/windlass")
+        })
+}
+
+fn kill_manager() {
+    let pid =
+        std::fs::read_to_string(state_dir().join("pids/manager")).expect("the manager's pid file");
+    let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+}
+
+fn restart_manager() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/manager-restart.sh");
+    let status = Command::new(script)
+        .arg(manager_bin())
+        .status()
+        .expect("running manager-restart.sh");
+    assert!(status.success(), "the manager did not come back");
+}
+
+/// A tiny deterministic generator, so a failing run can be repeated with the same seed.
+struct Lcg(u64);
+impl Lcg {
+    fn next_millis(&mut self, max: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % max
+    }
+}
+
+/// Given a Subscription that installs 1.0.0, upgrades to 1.1.0, fails on 1.1.1 and rolls back,
+/// when the manager is killed at random moments throughout, then it still ends RolledBack at
+/// 1.1.0 with one CSV, one Deployment, one set of RBAC, and one revision Secret per revision.
+#[tokio::test]
+async fn killing_the_manager_at_random_moments_always_converges() {
+    require_manager();
+    let seed = std::env::var("WINDLASS_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    println!("seed {seed} (set WINDLASS_KILL_SEED to repeat)");
+    let mut random = Lcg(seed);
+    let ns = TestNamespace::create(&windlass_testkit::client().await, "kills").await;
+    let client = ns.client().clone();
+    subscribe(
+        &client,
+        &ns.name,
+        "db",
+        json!({
+            "package": "acme-db",
+            "channel": "stable",
+            "startingCSV": "acme-db.v1.0.0",
+            "targetNamespaces": [ns.name],
+            "rollback": { "automatic": true, "progressDeadlineSeconds": 20 },
+        }),
+    )
+    .await;
+    let blueprints = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
+    let mut kills = 0;
+    let mut phases_seen = BTreeSet::new();
+    while kills < KILLS {
+        tokio::time::sleep(Duration::from_millis(200 + random.next_millis(2500))).await;
+        if let Ok(Some(b)) = blueprints.get_opt("db").await {
+            let phase = windlass_testkit::lifecycle::phase(&b);
+            phases_seen.insert(format!(
+                "{} {}",
+                b.spec.cluster_service_version_name,
+                phase.map_or("-".to_string(), |p| format!("{p:?}"))
+            ));
+        }
+        kill_manager();
+        kills += 1;
+        // Sometimes stay down a little, as a crash-looping pod would.
+        tokio::time::sleep(Duration::from_millis(random.next_millis(1500))).await;
+        restart_manager();
+    }
+    println!("{kills} kills; states seen while killing: {phases_seen:?}");
+
+    let blueprint = wait_blueprint(
+        &client,
+        &ns.name,
+        "db",
+        "RolledBack at 1.1.0",
+        Duration::from_secs(300),
+        |b| is_at(b, BlueprintPhase::RolledBack, "1.1.0"),
+    )
+    .await;
+    let status = blueprint.status.as_ref().unwrap();
+    let revisions: Vec<i64> = status.history.iter().map(|r| r.revision).collect();
+    let unique: BTreeSet<i64> = revisions.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        revisions.len(),
+        "no revision recorded twice: {revisions:?}"
+    );
+    assert!(
+        status
+            .history
+            .iter()
+            .any(|r| r.version == "1.1.1" && r.outcome == RevisionOutcome::RolledBack),
+        "{:?}",
+        status.history
+    );
+
+    let list = ListParams::default();
+    let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name)
+        .list(&list)
+        .await
+        .unwrap();
+    assert_eq!(
+        csvs.items.iter().map(|c| c.name_any()).collect::<Vec<_>>(),
+        ["acme-db.v1.1.0"]
+    );
+    let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name)
+        .list(&list)
+        .await
+        .unwrap();
+    assert_eq!(
+        deployments
+            .items
+            .iter()
+            .map(|d| d.name_any())
+            .collect::<Vec<_>>(),
+        ["acme-db-operator"]
+    );
+    assert_eq!(
+        Api::<Subscription>::namespaced(client.clone(), &ns.name)
+            .list(&list)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    assert_eq!(blueprints.list(&list).await.unwrap().items.len(), 1);
+    let accounts = Api::<ServiceAccount>::namespaced(client.clone(), &ns.name)
+        .list(&list)
+        .await
+        .unwrap();
+    let accounts: Vec<String> = accounts
+        .items
+        .iter()
+        .map(|a| a.name_any())
+        .filter(|n| n != "default")
+        .collect();
+    assert_eq!(accounts, ["acme-db-operator"]);
+    let roles = Api::<Role>::namespaced(client.clone(), &ns.name)
+        .list(&list)
+        .await
+        .unwrap();
+    let bindings = Api::<RoleBinding>::namespaced(client.clone(), &ns.name)
+        .list(&list)
+        .await
+        .unwrap();
+    assert_eq!(
+        roles.items.len(),
+        bindings.items.len(),
+        "one binding per Role"
+    );
+    for role in &roles.items {
+        let owner = role
+            .labels()
+            .get("windlass.dev/csv")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            owner,
+            "acme-db.v1.1.0",
+            "Role {} belongs to a CSV that is gone",
+            role.name_any()
+        );
+    }
+    let secrets = Api::<Secret>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default().labels("windlass.dev/blueprint=db"))
+        .await
+        .unwrap();
+    let stored: BTreeSet<String> = secrets.items.iter().map(|s| s.name_any()).collect();
+    let expected: BTreeSet<String> = unique.iter().map(|r| format!("db.r{r}")).collect();
+    assert_eq!(
+        stored, expected,
+        "one revision Secret per recorded revision, no strays"
+    );
+}
