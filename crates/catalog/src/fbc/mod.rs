@@ -146,7 +146,7 @@ pub fn image_tree(catalog: &crate::model::Catalog) -> std::io::Result<windlass_b
             packages: [(name.clone(), package.clone())].into(),
         };
         let mut bytes = Vec::new();
-        write_json(&render(&single), &mut bytes)?;
+        write_json(render(&single), &mut bytes)?;
         tree.files
             .insert(format!("configs/{name}/catalog.json"), bytes);
     }

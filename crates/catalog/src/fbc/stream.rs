@@ -383,7 +383,6 @@ pub(crate) fn read_yaml(text: &str, file: u32, assembler: &mut Assembler) {
                     json: false,
                 })
                 .deserialize(de)
-                .map_err(|e| e)
             });
         match decoded {
             Ok(fields) => assembler.add(fields, place, || line),
@@ -417,8 +416,7 @@ fn documents(text: &str) -> Vec<(u32, &str)> {
     let mut start = 0;
     let mut start_line = 1u32;
     let mut offset = 0;
-    let mut line = 1u32;
-    for piece in text.split_inclusive('\n') {
+    for (line, piece) in (1u32..).zip(text.split_inclusive('\n')) {
         let starts_document =
             piece.starts_with("---") && piece[3..].chars().next().is_none_or(|c| c.is_whitespace());
         if starts_document && offset > start {
@@ -429,7 +427,6 @@ fn documents(text: &str) -> Vec<(u32, &str)> {
             start_line = line;
         }
         offset += piece.len();
-        line += 1;
     }
     if offset > start {
         out.push((start_line, &text[start..]));
