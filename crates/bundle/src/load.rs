@@ -48,6 +48,15 @@ pub enum LoadNote {
     DuplicateKey(YamlError),
     /// A file that is not YAML or JSON was ignored.
     IgnoredFile(String),
+    /// A manifest named a kind only one API serves but no `apiVersion`; it is applied with
+    /// that version (see [`crate::legacy_apis::implied_api_version`]).
+    MissingApiVersion {
+        file: String,
+        /// 1-based position of the document in the file.
+        document: usize,
+        kind: String,
+        api_version: &'static str,
+    },
 }
 
 /// One loaded bundle.
@@ -92,8 +101,31 @@ pub enum BundleError {
     Csv { file: String, error: CsvFieldError },
     #[error("{file}: {message}")]
     Metadata { file: String, message: String },
-    #[error("{file}: document {index} is not a Kubernetes object (needs apiVersion and kind)")]
-    NotAnObject { file: String, index: usize },
+    /// A manifest that is not a Kubernetes object and cannot be repaired; `document` is
+    /// 1-based, `csv` names the bundle when its CSV could be read.
+    #[error("{file}: document {document}{}: {reason}", csv.as_ref().map(|c| format!(" (bundle {c})")).unwrap_or_default())]
+    NotAnObject {
+        file: String,
+        document: usize,
+        csv: Option<String>,
+        reason: String,
+    },
+}
+
+impl BundleError {
+    /// For a manifest that is not a Kubernetes object: the file inside the bundle, the 1-based
+    /// document, the CSV name when it was readable, and what is wrong.
+    pub fn bad_document(&self) -> Option<(&str, usize, Option<&str>, &str)> {
+        match self {
+            BundleError::NotAnObject {
+                file,
+                document,
+                csv,
+                reason,
+            } => Some((file, *document, csv.as_deref(), reason)),
+            _ => None,
+        }
+    }
 }
 
 const ANNOTATIONS: &str = "metadata/annotations.yaml";
@@ -201,18 +233,16 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
             notes.push(LoadNote::DuplicateKey(dup));
         }
         for (index, object) in parsed.documents.into_iter().enumerate() {
-            if !(object["kind"].is_string() && object["apiVersion"].is_string()) {
-                return Err(BundleError::NotAnObject {
+            manifests.push((
+                index + 1,
+                Manifest {
                     file: file.to_string(),
-                    index,
-                });
-            }
-            manifests.push(Manifest {
-                file: file.to_string(),
-                object,
-            });
+                    object,
+                },
+            ));
         }
     }
+    let manifests = check_objects(manifests, &mut notes)?;
     let csv_files: Vec<&Manifest> = manifests
         .iter()
         .filter(|m| m.kind() == "ClusterServiceVersion")
@@ -285,6 +315,55 @@ pub fn from_files(tree: &FileTree, source: &str) -> Result<Bundle, BundleError> 
         bundle.annotations = annotations;
     }
     Ok(bundle)
+}
+
+/// Every manifest must be a Kubernetes object: a string `kind` and a string `apiVersion`, or
+/// no `apiVersion` where the kind implies it (repaired when converted, noted here). The first
+/// that is neither refuses the bundle, naming its file, document and (when readable) the CSV.
+fn check_objects(
+    manifests: Vec<(usize, Manifest)>,
+    notes: &mut Vec<LoadNote>,
+) -> Result<Vec<Manifest>, BundleError> {
+    let defined = crate::legacy_apis::kinds_defined_by_crds(manifests.iter().map(|(_, m)| m));
+    let mut refused = None;
+    for (document, manifest) in &manifests {
+        let object = &manifest.object;
+        let reason = match (object.get("kind"), object.get("apiVersion")) {
+            (Some(Value::String(_)), Some(Value::String(_))) => continue,
+            (Some(Value::String(kind)), None | Some(Value::Null)) => {
+                match crate::legacy_apis::implied_api_version(kind, &defined) {
+                    Some(api_version) => {
+                        notes.push(LoadNote::MissingApiVersion {
+                            file: manifest.file.clone(),
+                            document: *document,
+                            kind: kind.clone(),
+                            api_version,
+                        });
+                        continue;
+                    }
+                    None => crate::legacy_apis::missing_api_version_reason(kind, &defined),
+                }
+            }
+            (Some(Value::String(_)), Some(_)) => "apiVersion is not a string".to_string(),
+            (None | Some(Value::Null), _) => "not a Kubernetes object: it has no kind".to_string(),
+            (Some(_), _) => "kind is not a string".to_string(),
+        };
+        refused.get_or_insert((manifest.file.clone(), *document, reason));
+    }
+    if let Some((file, document, reason)) = refused {
+        let csv = manifests
+            .iter()
+            .find(|(_, m)| m.kind() == "ClusterServiceVersion")
+            .map(|(_, m)| m.name().to_string())
+            .filter(|n| !n.is_empty());
+        return Err(BundleError::NotAnObject {
+            file,
+            document,
+            csv,
+            reason,
+        });
+    }
+    Ok(manifests.into_iter().map(|(_, m)| m).collect())
 }
 
 fn metadata_error(file: &str, message: String) -> BundleError {

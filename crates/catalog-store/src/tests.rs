@@ -10,7 +10,7 @@ fn served(name: &str, priority: i32, digest: &str, packages: &[&str]) -> ServedC
         let csv = format!("{package}.{name}");
         let bundle = Bundle {
             name: csv.clone(),
-            package: package.to_string(),
+            package: (*package).into(),
             version: semver::Version::new(1, 0, 0),
             image: None,
             properties: Vec::new(),

@@ -8,6 +8,7 @@ pub mod fbc;
 pub mod lint;
 pub mod load;
 pub mod model;
+pub mod name;
 pub mod range;
 pub mod validate;
 

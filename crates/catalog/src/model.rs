@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::name::{Name, RawJson};
+
 /// Every package a catalog offers, keyed by package name (sorted, so output is deterministic).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Catalog {
@@ -17,7 +19,7 @@ pub struct Package {
     pub default_channel: Option<String>,
     pub description: Option<String>,
     /// `{base64data, mediatype}` as file-based catalogs carry it; kept verbatim.
-    pub icon: Option<serde_json::Value>,
+    pub icon: Option<RawJson>,
     /// Keyed by channel name.
     pub channels: BTreeMap<String, Channel>,
     /// Keyed by bundle (CSV) name.
@@ -29,7 +31,7 @@ pub struct Package {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Channel {
     pub name: String,
-    pub package: String,
+    pub package: Name,
     /// In catalog order; the order carries no meaning for upgrades, edges do.
     pub entries: Vec<ChannelEntry>,
 }
@@ -39,14 +41,14 @@ pub struct Channel {
 #[serde(rename_all = "camelCase")]
 pub struct ChannelEntry {
     /// The bundle (CSV) name.
-    pub name: String,
+    pub name: Name,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replaces: Option<String>,
+    pub replaces: Option<Name>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub skips: Vec<String>,
+    pub skips: Vec<Name>,
     /// A blang/semver range as written in the bundle's `olm.skipRange` annotation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skip_range: Option<String>,
+    pub skip_range: Option<Name>,
 }
 
 /// A bundle as a catalog sees it: identity, version and the properties resolution needs.
@@ -54,7 +56,7 @@ pub struct ChannelEntry {
 pub struct Bundle {
     /// The CSV name, unique within the package.
     pub name: String,
-    pub package: String,
+    pub package: Name,
     pub version: semver::Version,
     /// Bundle image reference when the bundle came from (or was pushed to) a registry.
     pub image: Option<String>,
@@ -73,15 +75,15 @@ pub struct RelatedImage {
 /// A group/version/kind a bundle provides or requires.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Gvk {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
+    pub group: Name,
+    pub version: Name,
+    pub kind: Name,
 }
 
 /// A bundle property in file-based-catalog form: `{"type": ..., "value": ...}`.
 ///
-/// The kinds windlass acts on are typed; everything else is kept verbatim so rendering a
-/// catalog never drops what its author wrote.
+/// The kinds windlass acts on are typed, with interned strings; everything else is kept as
+/// compact JSON text so rendering a catalog never drops what its author wrote.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value")]
 pub enum Property {
@@ -89,8 +91,8 @@ pub enum Property {
     #[serde(rename = "olm.package")]
     Package {
         #[serde(rename = "packageName")]
-        package_name: String,
-        version: String,
+        package_name: Name,
+        version: Name,
     },
     /// `olm.gvk`: an API the bundle owns.
     #[serde(rename = "olm.gvk")]
@@ -99,9 +101,9 @@ pub enum Property {
     #[serde(rename = "olm.package.required")]
     PackageRequired {
         #[serde(rename = "packageName")]
-        package_name: String,
+        package_name: Name,
         #[serde(rename = "versionRange")]
-        version_range: String,
+        version_range: Name,
     },
     /// `olm.gvk.required`: an API some other bundle must own.
     #[serde(rename = "olm.gvk.required")]
@@ -110,8 +112,8 @@ pub enum Property {
     #[serde(untagged)]
     Other {
         #[serde(rename = "type")]
-        type_: String,
-        value: serde_json::Value,
+        type_: Name,
+        value: RawJson,
     },
 }
 
@@ -148,11 +150,12 @@ impl Bundle {
     }
 
     /// The values of this bundle's `olm.constraint` properties, as written (parse them with
-    /// [`crate::Constraint::parse`]).
-    pub fn constraint_values(&self) -> impl Iterator<Item = &serde_json::Value> {
+    /// [`crate::Constraint::parse`]). Read from the kept JSON text on each call: few bundles
+    /// carry constraints, so they are not kept parsed.
+    pub fn constraint_values(&self) -> impl Iterator<Item = serde_json::Value> + '_ {
         self.properties.iter().filter_map(|p| match p {
             Property::Other { type_, value } if type_ == crate::constraint::CONSTRAINT_TYPE => {
-                Some(value)
+                Some(value.to_value())
             }
             _ => None,
         })

@@ -69,18 +69,21 @@ impl UpgradeGraph {
         let mut graph = DiGraph::with_capacity(channel.entries.len(), channel.entries.len() * 2);
         let mut by_name = BTreeMap::new();
         for e in &channel.entries {
-            if by_name.contains_key(&e.name) {
+            if by_name.contains_key(e.name.as_str()) {
                 continue;
             }
             let node = Node {
-                name: e.name.clone(),
-                version: package.bundles.get(&e.name).map(|b| b.version.clone()),
+                name: e.name.to_string(),
+                version: package
+                    .bundles
+                    .get(e.name.as_str())
+                    .map(|b| b.version.clone()),
                 skip_range: e
                     .skip_range
                     .as_deref()
                     .and_then(|r| VersionRange::parse(r).ok()),
             };
-            by_name.insert(e.name.clone(), graph.add_node(node));
+            by_name.insert(e.name.to_string(), graph.add_node(node));
         }
         let add = |graph: &mut DiGraph<Node, EdgeKind>, from: NodeIndex, to: NodeIndex, kind| {
             if from == to {
@@ -95,11 +98,11 @@ impl UpgradeGraph {
             }
         };
         for e in &channel.entries {
-            let to = by_name[&e.name];
-            if let Some(from) = e.replaces.as_ref().and_then(|r| by_name.get(r)) {
+            let to = by_name[e.name.as_str()];
+            if let Some(from) = e.replaces.as_ref().and_then(|r| by_name.get(r.as_str())) {
                 add(&mut graph, *from, to, EdgeKind::Replaces);
             }
-            for from in e.skips.iter().filter_map(|s| by_name.get(s)) {
+            for from in e.skips.iter().filter_map(|s| by_name.get(s.as_str())) {
                 add(&mut graph, *from, to, EdgeKind::Skips);
             }
         }
@@ -215,7 +218,7 @@ impl UpgradeGraph {
     ) -> Vec<(&Node, EdgeKind)> {
         let mut out = Vec::new();
         for e in &channel.entries {
-            let Some(&n) = self.by_name.get(&e.name) else {
+            let Some(&n) = self.by_name.get(e.name.as_str()) else {
                 continue;
             };
             let node = &self.graph[n];

@@ -4,7 +4,9 @@
 //! Bundles are named `<package>.v<version>`; APIs are `<Kind>` in group `test.windlass.dev`,
 //! version `v1`, so tests read like the catalogs they describe.
 
-use windlass_catalog::{Bundle, Catalog, Channel, ChannelEntry, Package, Property, model::Gvk};
+use windlass_catalog::{
+    Bundle, Catalog, Channel, ChannelEntry, Package, Property, model::Gvk, model::RawJson,
+};
 
 pub const GROUP: &str = "test.windlass.dev";
 
@@ -54,13 +56,13 @@ impl CatalogBuilder {
                 image: None,
                 properties: vec![Property::Package {
                     package_name: package.into(),
-                    version: version.to_string(),
+                    version: version.to_string().into(),
                 }],
                 related_images: Vec::new(),
             },
         );
         channel_mut(pkg, "stable").entries.push(ChannelEntry {
-            name: name.clone(),
+            name: name.as_str().into(),
             ..Default::default()
         });
         BundleSpec { package: pkg, name }
@@ -90,7 +92,7 @@ fn channel_mut<'p>(pkg: &'p mut Package, channel: &str) -> &'p mut Channel {
         .entry(channel.to_string())
         .or_insert_with(|| Channel {
             name: channel.into(),
-            package,
+            package: package.into(),
             entries: Vec::new(),
         })
 }
@@ -135,14 +137,15 @@ impl BundleSpec<'_> {
 
     pub fn replaces(mut self, version: &str) -> Self {
         let r = bundle_name(&self.package.name, version);
+        let r = windlass_catalog::model::Name::from(r);
         self.entries().for_each(|e| e.replaces = Some(r.clone()));
         self
     }
 
     pub fn skips(mut self, versions: &[&str]) -> Self {
-        let names: Vec<String> = versions
+        let names: Vec<windlass_catalog::model::Name> = versions
             .iter()
-            .map(|v| bundle_name(&self.package.name, v))
+            .map(|v| bundle_name(&self.package.name, v).into())
             .collect();
         self.entries().for_each(|e| e.skips = names.clone());
         self
@@ -179,7 +182,7 @@ impl BundleSpec<'_> {
     pub fn constraint(mut self, value: serde_json::Value) -> Self {
         self.props().push(Property::Other {
             type_: windlass_catalog::constraint::CONSTRAINT_TYPE.into(),
-            value,
+            value: RawJson::from_value(&value),
         });
         self
     }
@@ -188,7 +191,7 @@ impl BundleSpec<'_> {
     pub fn property(mut self, type_: &str, value: serde_json::Value) -> Self {
         self.props().push(Property::Other {
             type_: type_.into(),
-            value,
+            value: RawJson::from_value(&value),
         });
         self
     }
@@ -267,7 +270,7 @@ pub fn generate_with_constraints(packages: usize, versions: usize, every: usize)
         for bundle in package.bundles.values_mut() {
             bundle.properties.push(Property::Other {
                 type_: windlass_catalog::constraint::CONSTRAINT_TYPE.into(),
-                value: value.clone(),
+                value: RawJson::from_value(&value),
             });
         }
     }

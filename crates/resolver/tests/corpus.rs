@@ -38,7 +38,10 @@ fn every_entry_of_every_valid_channel_reaches_the_head() {
                     continue;
                 }
                 checked += 1;
-                let Some(version) = package.bundles.get(&entry.name).map(|b| b.version.clone())
+                let Some(version) = package
+                    .bundles
+                    .get(entry.name.as_str())
+                    .map(|b| b.version.clone())
                 else {
                     failures.push(format!(
                         "{}/{}: {} has no bundle",
@@ -47,7 +50,7 @@ fn every_entry_of_every_valid_channel_reaches_the_head() {
                     continue;
                 };
                 let start = Start {
-                    name: Some(entry.name.clone()),
+                    name: Some(entry.name.to_string()),
                     version,
                 };
                 match upgrade_path(&graph, channel, &start, None, Policy::Olm) {

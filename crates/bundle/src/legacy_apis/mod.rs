@@ -1,9 +1,15 @@
 //! Objects of Kubernetes APIs that no longer exist (rbac v1beta1, policy v1beta1, ...), moved to
 //! their current versions where the move is mechanical, and refused otherwise, naming the file,
-//! kind and field, so that nothing of the bundle is applied.
+//! kind and field, so that nothing of the bundle is applied. Objects that name a core kind but
+//! no `apiVersion` are given the one version that kind has (see [`implied_api_version`]).
 
+mod implied;
 mod ingress;
 mod webhooks;
+
+use std::collections::BTreeSet;
+
+pub use implied::{implied_api_version, kinds_defined_by_crds, missing_api_version_reason};
 
 use serde_json::{Map, Value};
 
@@ -117,6 +123,16 @@ pub fn is_removed_api(object: &Value) -> bool {
 /// through [`crd::to_v1`], objects of removed APIs to their current version. Objects of current
 /// APIs come back unchanged with no changes.
 pub fn convert(object: &Value, file: &str) -> Result<Converted, ConvertError> {
+    convert_in_bundle(object, file, &BTreeSet::new())
+}
+
+/// [`convert`] for an object of a bundle whose CustomResourceDefinitions define `defined`
+/// kinds (which make a kind without `apiVersion` ambiguous).
+pub fn convert_in_bundle(
+    object: &Value,
+    file: &str,
+    defined: &BTreeSet<String>,
+) -> Result<Converted, ConvertError> {
     if crd::is_crd(object) {
         return crd::to_v1(object);
     }
@@ -137,6 +153,9 @@ pub fn convert(object: &Value, file: &str) -> Result<Converted, ConvertError> {
             .unwrap_or("<unnamed>")
             .to_string(),
     };
+    if let Some(repaired) = implied::repair(object, &subject, defined) {
+        return repaired;
+    }
     if !REMOVED.contains(&api.as_str()) {
         return Ok(Converted {
             object: object.clone(),
@@ -199,12 +218,14 @@ pub fn convert_manifests(manifests: &[Manifest]) -> Result<ConvertedManifests, C
         manifests.iter().filter(|m| !is_csv(m)).partition(|m| {
             m.object.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
         });
+    let defined = kinds_defined_by_crds(crds.iter().copied());
     let mut out = ConvertedManifests {
         objects: Vec::new(),
         changes: Vec::new(),
     };
     for m in crds.into_iter().chain(rest) {
-        let converted = convert(&m.object, &m.file).map_err(|e| with_file(e, &m.file))?;
+        let converted =
+            convert_in_bundle(&m.object, &m.file, &defined).map_err(|e| with_file(e, &m.file))?;
         out.changes
             .extend(converted.changes.into_iter().map(|c| (m.file.clone(), c)));
         out.objects.push(Manifest {

@@ -137,3 +137,74 @@ fn crds_go_through_the_crd_conversion() {
         "names": {"kind": "Widget", "plural": "widgets"}}});
     assert_eq!(ok(crd)["apiVersion"], "apiextensions.k8s.io/v1");
 }
+
+#[test]
+fn a_core_kind_without_api_version_gets_v1_and_the_change_is_recorded() {
+    for kind in ["Service", "ConfigMap", "Secret", "ServiceAccount"] {
+        let object = json!({"kind": kind, "metadata": {"name": "a"}, "spec": {"ports": []}});
+        let converted = convert(&object, "manifests/a.yaml").expect("repaired");
+        let mut want = json!({"apiVersion": "v1"});
+        want.as_object_mut()
+            .unwrap()
+            .extend(object.as_object().unwrap().clone());
+        assert_eq!(converted.object, want, "{kind}");
+        assert_eq!(
+            converted.object.as_object().unwrap().keys().next().unwrap(),
+            "apiVersion"
+        );
+        let [change] = converted.changes.as_slice() else {
+            panic!("{:?}", converted.changes)
+        };
+        assert_eq!(
+            (
+                change.crd.as_str(),
+                change.path.as_str(),
+                change.what.as_str()
+            ),
+            (format!("{kind}/a").as_str(), "apiVersion", "set to v1")
+        );
+        let again = convert(&converted.object, "manifests/a.yaml").unwrap();
+        assert!(again.changes.is_empty());
+    }
+}
+
+#[test]
+fn a_kind_without_api_version_that_could_mean_two_things_is_refused_naming_the_file() {
+    let deployment = json!({"kind": "Deployment", "metadata": {"name": "op"}});
+    assert_eq!(
+        refused(deployment),
+        ("manifests/x.yaml".to_string(), "apiVersion".to_string())
+    );
+    // A bundle that defines its own Service kind makes a bare Service ambiguous.
+    let crd = crate::load::Manifest {
+        file: "manifests/crd.yaml".into(),
+        object: json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "services.serving.example.com"},
+            "spec": {"group": "serving.example.com", "scope": "Namespaced",
+                "names": {"kind": "Service", "plural": "services"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object"}}}]}}),
+    };
+    let service = crate::load::Manifest {
+        file: "manifests/svc.yaml".into(),
+        object: json!({"kind": "Service", "metadata": {"name": "web"}}),
+    };
+    let err = super::convert_manifests(&[crd, service]).expect_err("ambiguous");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("manifests/svc.yaml") && text.contains("defines a Service of its own"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bundle_manifests_carry_the_repair_in_their_change_list() {
+    let manifests = [crate::load::Manifest {
+        file: "manifests/svc.yaml".into(),
+        object: json!({"kind": "Service", "metadata": {"name": "web"}}),
+    }];
+    let converted = super::convert_manifests(&manifests).unwrap();
+    assert_eq!(converted.objects[0].api_version(), "v1");
+    assert_eq!(converted.changes.len(), 1);
+    assert_eq!(converted.changes[0].0, "manifests/svc.yaml");
+}

@@ -176,7 +176,7 @@ fn bad_bundles_give_errors_that_name_the_file() {
         ),
         (
             tree(&[("manifests/x.yaml", "just: data\n")]),
-            "manifests/x.yaml: document 0",
+            "manifests/x.yaml: document 1: not a Kubernetes object: it has no kind",
         ),
         (
             tree(&[
@@ -232,4 +232,81 @@ fn legacy_crds_come_out_as_v1_while_manifests_keep_them_as_written() {
             .api_version(),
         "apiextensions.k8s.io/v1beta1"
     );
+}
+
+#[test]
+fn a_core_kind_without_api_version_loads_and_is_noted() {
+    let service = "kind: Service\nmetadata: {name: metrics}\nspec:\n  ports: [{port: 8443}]\n";
+    let bundle = from_files(
+        &tree(&[
+            ("manifests/csv.yaml", CSV),
+            ("manifests/svc.yaml", &format!("{CRD}---\n{service}")),
+        ]),
+        "b",
+    )
+    .unwrap();
+    assert_eq!(bundle.manifests.len(), 3);
+    assert_eq!(
+        bundle.notes,
+        vec![LoadNote::MissingApiVersion {
+            file: "manifests/svc.yaml".into(),
+            document: 2,
+            kind: "Service".into(),
+            api_version: "v1",
+        }]
+    );
+    // Kept as written; the conversion sets the version and records it.
+    let svc = bundle.objects_of_kind("Service").next().unwrap();
+    assert_eq!(svc.api_version(), "");
+    let converted = crate::legacy_apis::convert_manifests(&bundle.manifests).unwrap();
+    assert!(
+        converted
+            .objects
+            .iter()
+            .all(|m| !m.api_version().is_empty())
+    );
+    assert_eq!(converted.changes.len(), 1);
+}
+
+#[test]
+fn a_document_that_cannot_be_repaired_refuses_the_bundle_naming_file_document_and_csv() {
+    for (doc, reason) in [
+        (
+            "kind: Deployment\nmetadata: {name: x}\n",
+            "Deployment has no apiVersion",
+        ),
+        ("metadata: {name: x}\n", "it has no kind"),
+        (
+            "apiVersion: 1\nkind: Service\n",
+            "apiVersion is not a string",
+        ),
+    ] {
+        let err = from_files(
+            &tree(&[
+                ("manifests/csv.yaml", CSV),
+                ("manifests/extra.yaml", &format!("{CRD}---\n{doc}")),
+            ]),
+            "b",
+        )
+        .unwrap_err();
+        match &err {
+            BundleError::NotAnObject {
+                file,
+                document,
+                csv,
+                reason: why,
+            } => {
+                assert_eq!(file, "manifests/extra.yaml");
+                assert_eq!(*document, 2);
+                assert_eq!(csv.as_deref(), Some("demo-operator.v1.2.0"));
+                assert!(why.contains(reason), "{why}");
+            }
+            other => panic!("{other}"),
+        }
+        assert!(
+            err.to_string()
+                .starts_with("manifests/extra.yaml: document 2 (bundle demo-operator.v1.2.0): "),
+            "{err}"
+        );
+    }
 }

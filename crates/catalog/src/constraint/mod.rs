@@ -294,9 +294,9 @@ fn parse_at(value: &Value, field: &str, depth: usize) -> Result<Constraint, Cons
                 }
             };
             Predicate::Gvk(Gvk {
-                group,
-                version: text(inner, &at, "version")?,
-                kind: text(inner, &at, "kind")?,
+                group: group.into(),
+                version: text(inner, &at, "version")?.into(),
+                kind: text(inner, &at, "kind")?.into(),
             })
         }
         "cel" => {

@@ -206,7 +206,7 @@ fn predicates_match_one_candidate() {
         "1.1.0",
         vec![Property::Other {
             type_: "certified".into(),
-            value: json!("true"),
+            value: crate::model::RawJson::from_value(&json!("true")),
         }],
     );
     let db = json!({"package": {"packageName": "acme-db", "versionRange": ">=1.1.0"}});
@@ -286,7 +286,9 @@ fn cel_rules_see_properties_as_olm_gives_them() {
         "1.0.0",
         vec![Property::Other {
             type_: "acme.windlass.dev/limits".into(),
-            value: json!({"replicas": 3, "zones": ["a", "b"], "tls": true, "note": null}),
+            value: crate::model::RawJson::from_value(
+                &json!({"replicas": 3, "zones": ["a", "b"], "tls": true, "note": null}),
+            ),
         }],
     );
     let properties = CelProperties::of(&b);
@@ -373,15 +375,17 @@ fn constraint_values_are_found_on_bundles() {
         vec![
             Property::Other {
                 type_: CONSTRAINT_TYPE.into(),
-                value: json!({"gvk": {"group": "g", "version": "v1", "kind": "K"}}),
+                value: crate::model::RawJson::from_value(
+                    &json!({"gvk": {"group": "g", "version": "v1", "kind": "K"}}),
+                ),
             },
             Property::Other {
                 type_: "olm.csv.metadata".into(),
-                value: json!({}),
+                value: crate::model::RawJson::from_value(&json!({})),
             },
         ],
     );
-    let values: Vec<&Value> = b.constraint_values().collect();
+    let values: Vec<Value> = b.constraint_values().collect();
     assert_eq!(values.len(), 1);
     assert!(
         parse(values[0].clone())

@@ -1,4 +1,5 @@
 use super::*;
+use crate::load::IssueKind;
 use crate::load::read_catalog;
 
 #[test]
@@ -8,15 +9,12 @@ fn render_then_read_gives_the_same_catalog() {
     crate::load::tests::bundle_layout(dir.path());
     let catalog = read_catalog(dir.path()).unwrap().catalog;
     let blobs = render(&catalog);
-    for (ext, write) in [
-        (
-            "json",
-            write_json as fn(&[Value], &mut Vec<u8>) -> std::io::Result<()>,
-        ),
-        ("yaml", write_yaml),
-    ] {
+    for ext in ["json", "yaml"] {
         let mut text = Vec::new();
-        write(&blobs, &mut text).unwrap();
+        match ext {
+            "json" => write_json(&blobs, &mut text).unwrap(),
+            _ => write_yaml(&blobs, &mut text).unwrap(),
+        }
         let file = dir.path().join(format!("catalog.{ext}"));
         std::fs::write(&file, &text).unwrap();
         let back = read(&file).unwrap();
@@ -81,13 +79,218 @@ fn reads_opm_style_streams_with_deprecations_and_reports_bad_blobs() {
     assert_eq!(loaded.issues[0].kind, IssueKind::UnknownSchema);
 
     std::fs::write(&file, "schema: olm.channel\nname: c\n").unwrap();
-    let error = read(&file).unwrap_err().to_string();
+    let loaded = read(&file).unwrap();
+    assert!(loaded.catalog.packages.is_empty());
+    let issue = &loaded.issues[0];
+    assert_eq!(issue.kind, IssueKind::BadBlob);
     assert!(
-        error.contains("olm.channel") && error.contains("package"),
-        "{error}"
+        issue
+            .to_string()
+            .contains("olm.channel blob has no `package`"),
+        "{issue}"
     );
     std::fs::write(&file, "name: nothing\n").unwrap();
-    assert!(read(&file).unwrap_err().to_string().contains("no `schema`"));
+    assert!(
+        read(&file).unwrap().issues[0]
+            .to_string()
+            .contains("no `schema`")
+    );
+}
+
+fn bundle_blob(package: &str, version: &str) -> String {
+    format!(
+        r#"{{
+    "schema": "olm.bundle",
+    "name": "{package}.v{version}",
+    "package": "{package}",
+    "image": "example.com/{package}:{version}",
+    "properties": [
+        {{"type": "olm.package", "value": {{"packageName": "{package}", "version": "{version}"}}}},
+        {{"type": "olm.csv.metadata", "value": {{"description": "about {package} {{}}"}}}}
+    ]
+}}
+"#
+    )
+}
+
+/// Three packages; `p` has three bundles, one of which is malformed as `bad` says.
+fn stream_with_one_bad_bundle(bad: &str) -> String {
+    let mut text = String::new();
+    for package in ["a", "p", "z"] {
+        text.push_str(&format!(
+            "{{\"schema\": \"olm.package\", \"name\": \"{package}\", \"defaultChannel\": \"stable\"}}\n"
+        ));
+        text.push_str(&format!(
+            "{{\"schema\": \"olm.channel\", \"package\": \"{package}\", \"name\": \"stable\", \"entries\": [{{\"name\": \"{package}.v1.0.0\"}}, {{\"name\": \"{package}.v2.0.0\", \"replaces\": \"{package}.v1.0.0\"}}]}}\n"
+        ));
+        text.push_str(&bundle_blob(package, "1.0.0"));
+        if package == "p" {
+            text.push_str(bad);
+        }
+        text.push_str(&bundle_blob(package, "2.0.0"));
+    }
+    text
+}
+
+#[test]
+fn one_malformed_bundle_blob_costs_only_itself() {
+    let cases = [
+        // Not JSON: a comma is missing.
+        (
+            "{\"schema\": \"olm.bundle\", \"name\": \"p.v1.5.0\" \"package\": \"p\"}\n",
+            Some("p.v1.5.0"),
+            "not JSON at line 35: expected `,` or `}`",
+        ),
+        // JSON, but a property value of the wrong shape.
+        (
+            r#"{"schema": "olm.bundle", "name": "p.v1.5.0", "package": "p", "properties": [{"type": "olm.package", "value": {"packageName": "p", "version": 15}}]}"#,
+            Some("p.v1.5.0"),
+            "properties[0].value.version: invalid type: integer `15`",
+        ),
+        // No version.
+        (
+            r#"{"schema": "olm.bundle", "name": "p.v1.5.0", "package": "p", "properties": []}"#,
+            Some("p.v1.5.0"),
+            "no olm.package property",
+        ),
+        // Not even a map.
+        ("[1, 2, 3]", None, "invalid type: sequence"),
+    ];
+    for (bad, bundle, what) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("catalog.json");
+        std::fs::write(&file, stream_with_one_bad_bundle(bad)).unwrap();
+        let loaded = read(&file).unwrap();
+        let names: Vec<(&str, Vec<&str>)> = loaded
+            .catalog
+            .packages
+            .values()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.bundles.keys().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("a", vec!["a.v1.0.0", "a.v2.0.0"]),
+                ("p", vec!["p.v1.0.0", "p.v2.0.0"]),
+                ("z", vec!["z.v1.0.0", "z.v2.0.0"]),
+            ],
+            "{bad}"
+        );
+        let [issue] = loaded.issues.as_slice() else {
+            panic!("{bad}: {:?}", loaded.issues)
+        };
+        assert!(issue.loses_content());
+        assert_eq!(issue.document, Some(8), "{bad}: {issue}");
+        assert_eq!(issue.bundle.as_deref(), bundle, "{bad}: {issue}");
+        if bundle.is_some() {
+            assert_eq!(issue.package.as_deref(), Some("p"), "{issue}");
+        }
+        assert_eq!(
+            issue.file,
+            format!("{}:35", file.display()),
+            "the line the blob starts on: {issue}"
+        );
+        assert!(issue.message.contains(what), "{bad}: {issue}");
+    }
+}
+
+#[test]
+fn a_yaml_document_that_does_not_parse_costs_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("catalog.yaml");
+    let good = |v: &str| {
+        format!(
+            "---\nschema: olm.bundle\nname: p.v{v}\npackage: p\nproperties:\n- type: olm.package\n  value: {{packageName: p, version: {v}}}\n"
+        )
+    };
+    let text = format!(
+        "# a catalog\nschema: olm.package\nname: p\n{}---\nschema: olm.bundle\nname: p.v1.5.0\npackage: [p\n{}---\nschema: olm.bundle\nname: p.v1.6.0\npackage: p\nproperties:\n- type: olm.gvk\n  value: {{group: g, kind: K}}\n",
+        good("1.0.0"),
+        good("2.0.0")
+    );
+    std::fs::write(&file, text).unwrap();
+    let loaded = read(&file).unwrap();
+    let p = &loaded.catalog.packages["p"];
+    assert_eq!(
+        p.bundles.keys().collect::<Vec<_>>(),
+        vec!["p.v1.0.0", "p.v2.0.0"]
+    );
+    assert_eq!(loaded.issues.len(), 2, "{:?}", loaded.issues);
+    let syntax = &loaded.issues[0];
+    assert_eq!(
+        (syntax.document, syntax.file.clone()),
+        (Some(3), format!("{}:11", file.display()))
+    );
+    let shape = &loaded.issues[1];
+    assert_eq!(shape.document, Some(5));
+    assert_eq!(shape.bundle.as_deref(), Some("p.v1.6.0"));
+    assert!(
+        shape.message.contains("properties[0].value") && shape.message.contains("version"),
+        "{shape}"
+    );
+}
+
+#[test]
+fn chunked_reading_agrees_with_reading_in_memory() {
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(&bundle_blob("p", &format!("1.{i}.0")));
+        if i == 20 {
+            // Larger than the chunk, and broken.
+            text.push_str(
+                &format!(
+                    "{{\"schema\": \"olm.bundle\", \"name\": \"{}\" }}\n",
+                    "x".repeat(300)
+                )
+                .replace("\" }", "\" ,}"),
+            );
+        }
+    }
+    let mut whole = Assembler::default();
+    let file = whole.file("c.json".into());
+    stream::read_json_bytes(text.as_bytes(), file, &mut whole);
+    let (catalog, issues) = whole.finish();
+    for chunk in [16, 64, 1000, 1 << 20] {
+        let mut chunked = Assembler::default();
+        let file = chunked.file("c.json".into());
+        stream::read_json_chunked(text.as_bytes(), chunk, file, &mut chunked).unwrap();
+        let (c, i) = chunked.finish();
+        assert_eq!(c, catalog, "chunk {chunk}");
+        assert_eq!(i, issues, "chunk {chunk}");
+    }
+    assert_eq!(catalog.packages["p"].bundles.len(), 40);
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(issues[0].document, Some(22));
+}
+
+#[test]
+fn a_truncated_stream_keeps_what_came_before() {
+    let mut text = bundle_blob("p", "1.0.0");
+    text.push_str(&bundle_blob("p", "2.0.0")[..60]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("catalog.json");
+    std::fs::write(&file, &text).unwrap();
+    let loaded = read(&file).unwrap();
+    assert_eq!(loaded.catalog.packages["p"].bundles.len(), 1);
+    assert_eq!(loaded.issues[0].kind, IssueKind::UnreadableFile);
+    assert_eq!(loaded.issues[0].document, Some(2));
+}
+
+#[test]
+fn an_unreadable_file_in_a_folder_is_a_problem_and_the_rest_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), bundle_blob("a", "1.0.0")).unwrap();
+    std::fs::write(dir.path().join("b.yaml"), b"schema: \xff\n").unwrap();
+    let loaded = read(dir.path()).unwrap();
+    assert_eq!(loaded.catalog.packages["a"].bundles.len(), 1);
+    assert_eq!(loaded.issues.len(), 1);
+    assert_eq!(loaded.issues[0].kind, IssueKind::UnreadableFile);
+    assert!(loaded.issues[0].file.ends_with("b.yaml"));
 }
 
 #[test]

@@ -55,6 +55,20 @@ fn notes(bundle: &Bundle, report: &mut Report) {
                 None,
                 "not YAML or JSON; not part of the bundle",
             ),
+            LoadNote::MissingApiVersion {
+                file,
+                document,
+                kind,
+                api_version,
+            } => report.push(
+                Level::Warning,
+                "manifest-api-version",
+                bundle.path_of(file).display().to_string(),
+                Some("apiVersion"),
+                format!(
+                    "document {document}: {kind} has no apiVersion; windlass applies it as {api_version}, the only version of {kind}"
+                ),
+            ),
         }
     }
 }

@@ -25,6 +25,9 @@ fn issue_check(kind: IssueKind) -> &'static str {
         IssueKind::IgnoredFile => "ignored-file",
         IssueKind::UnknownSchema => "unknown-schema",
         IssueKind::BadPackageFile => "package-file",
+        IssueKind::BadBlob => "bad-blob",
+        IssueKind::UnreadableFile => "unreadable-file",
+        IssueKind::HeadLeftOut => "channel-head",
         IssueKind::BadConstraint => "constraint",
     }
 }
@@ -54,7 +57,7 @@ pub fn lint_loaded(loaded: &Loaded) -> Report {
             issue_check(issue.kind),
             issue.file.clone(),
             None,
-            issue.message.clone(),
+            issue.describe(),
         );
     }
     for source in &loaded.bundles {

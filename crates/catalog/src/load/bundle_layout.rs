@@ -16,7 +16,7 @@ type Newest = Option<(
     semver::Version,
     Option<String>,
     Option<String>,
-    Option<serde_json::Value>,
+    Option<crate::model::RawJson>,
 )>;
 
 pub(super) fn read(
@@ -49,13 +49,9 @@ pub(super) fn read(
             let bundle = match results.next().expect("one result per folder") {
                 Ok(b) => b,
                 Err(e) => {
-                    loaded.issues.push(LoadIssue::new(
-                        Severity::Error,
-                        IssueKind::UnreadableBundle,
-                        Some(&folder_name),
-                        folder.display().to_string(),
-                        e.to_string(),
-                    ));
+                    loaded
+                        .issues
+                        .push(super::unreadable_bundle(Some(&folder_name), folder, &e));
                     continue;
                 }
             };
@@ -104,11 +100,12 @@ pub(crate) fn apply_semver_mode(package: &mut Package) {
     for channel in package.channels.values_mut() {
         channel.entries.sort_by(|a, b| {
             versions
-                .get(&b.name)
-                .cmp(&versions.get(&a.name))
+                .get(b.name.as_str())
+                .cmp(&versions.get(a.name.as_str()))
                 .then_with(|| a.name.cmp(&b.name))
         });
-        let names: Vec<String> = channel.entries.iter().map(|e| e.name.clone()).collect();
+        let names: Vec<crate::model::Name> =
+            channel.entries.iter().map(|e| e.name.clone()).collect();
         for (i, entry) in channel.entries.iter_mut().enumerate() {
             entry.replaces = names.get(i + 1).cloned();
         }
@@ -148,7 +145,8 @@ fn place(
         .spec
         .icon
         .first()
-        .and_then(|i| serde_json::to_value(i).ok());
+        .and_then(|i| serde_json::to_value(i).ok())
+        .map(|v| crate::model::RawJson::from_value(&v));
     let version = bundle.csv.version().ok();
     if add_bundle(package, folder, bundle, loaded).is_none() {
         return;
@@ -159,7 +157,7 @@ fn place(
             .entry(channel.clone())
             .or_insert_with(|| Channel {
                 name: channel.clone(),
-                package: package.name.clone(),
+                package: package.name.as_str().into(),
                 entries: Vec::new(),
             })
             .entries
@@ -177,13 +175,7 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
     let bundle = match windlass_bundle::load_bundle(dir) {
         Ok(b) => b,
         Err(e) => {
-            loaded.issues.push(LoadIssue::new(
-                Severity::Error,
-                IssueKind::UnreadableBundle,
-                None,
-                dir.display().to_string(),
-                e.to_string(),
-            ));
+            loaded.issues.push(super::unreadable_bundle(None, dir, &e));
             return Ok(());
         }
     };
@@ -214,19 +206,26 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
 }
 
 /// Bundles pulled from images, grouped into packages by their package annotation; each
-/// catalog bundle records the image it came from.
+/// catalog bundle records the image it came from. An image that names no package is reported
+/// and left out.
 pub fn read_images(images: Vec<(windlass_bundle::Bundle, String)>) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
     let mut packages: std::collections::BTreeMap<String, (Package, Newest)> =
         std::collections::BTreeMap::new();
     for (bundle, image) in images {
-        let name = bundle
-            .package()
-            .map(String::from)
-            .ok_or_else(|| LoadError::Invalid {
-                file: PathBuf::from(&image),
-                message: "image has no package annotation or label".into(),
-            })?;
+        let Some(name) = bundle.package().map(String::from) else {
+            loaded.issues.push(
+                LoadIssue::new(
+                    Severity::Error,
+                    IssueKind::UnreadableBundle,
+                    None,
+                    image.clone(),
+                    "the image has no package annotation or label; bundle left out",
+                )
+                .bundle(Some(bundle.csv.name())),
+            );
+            continue;
+        };
         let (package, newest) = packages.entry(name.clone()).or_insert_with(|| {
             (
                 Package {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use windlass_bundle::Bundle as LoadedBundle;
 use windlass_bundle::metadata::Dependency;
 
-use crate::model::{Bundle, ChannelEntry, Gvk, Property, RelatedImage};
+use crate::model::{Bundle, ChannelEntry, Gvk, Name, Property, RawJson, RelatedImage};
 
 /// The catalog bundle: `olm.package`, owned APIs as `olm.gvk`, dependencies as
 /// `olm.package.required` / `olm.gvk.required`, then `properties.yaml` entries; duplicates removed.
@@ -17,21 +17,21 @@ pub fn catalog_bundle(
 ) -> Bundle {
     let csv = &loaded.csv;
     let mut properties = vec![Property::Package {
-        package_name: package.to_string(),
-        version: version.to_string(),
+        package_name: package.into(),
+        version: version.to_string().into(),
     }];
     for crd in csv.owned_crds() {
         properties.push(Property::Gvk(Gvk {
             group: crd.group().into(),
-            version: crd.version.clone(),
-            kind: crd.kind.clone(),
+            version: crd.version.as_str().into(),
+            kind: crd.kind.as_str().into(),
         }));
     }
     for api in csv.owned_apiservices() {
         properties.push(Property::Gvk(Gvk {
-            group: api.group.clone(),
-            version: api.version.clone(),
-            kind: api.kind.clone(),
+            group: api.group.as_str().into(),
+            version: api.version.as_str().into(),
+            kind: api.kind.as_str().into(),
         }));
     }
     for dependency in &loaded.dependencies {
@@ -40,36 +40,36 @@ pub fn catalog_bundle(
                 package_name,
                 version,
             } => Property::PackageRequired {
-                package_name: package_name.clone(),
-                version_range: version.clone(),
+                package_name: package_name.as_str().into(),
+                version_range: version.as_str().into(),
             },
             Dependency::Gvk {
                 group,
                 version,
                 kind,
             } => Property::GvkRequired(Gvk {
-                group: group.clone(),
-                version: version.clone(),
-                kind: kind.clone(),
+                group: group.as_str().into(),
+                version: version.as_str().into(),
+                kind: kind.as_str().into(),
             }),
             Dependency::Other { type_, value } => Property::Other {
-                type_: type_.clone(),
-                value: value.clone(),
+                type_: type_.as_str().into(),
+                value: RawJson::from_value(value),
             },
         });
     }
     for crd in csv.required_crds() {
         properties.push(Property::GvkRequired(Gvk {
             group: crd.group().into(),
-            version: crd.version.clone(),
-            kind: crd.kind.clone(),
+            version: crd.version.as_str().into(),
+            kind: crd.kind.as_str().into(),
         }));
     }
     for api in csv.required_apiservices() {
         properties.push(Property::GvkRequired(Gvk {
-            group: api.group.clone(),
-            version: api.version.clone(),
-            kind: api.kind.clone(),
+            group: api.group.as_str().into(),
+            version: api.version.as_str().into(),
+            kind: api.kind.as_str().into(),
         }));
     }
     for raw in &loaded.properties {
@@ -92,7 +92,7 @@ pub fn catalog_bundle(
     });
     Bundle {
         name: csv.name().to_string(),
-        package: package.to_string(),
+        package: package.into(),
         version,
         related_images: related_images(loaded, image.as_deref()),
         image,
@@ -136,17 +136,26 @@ pub fn related_images(loaded: &LoadedBundle, bundle_image: Option<&str>) -> Vec<
 
 /// The bundle's place in a channel: its upgrade edges as the CSV declares them.
 pub fn channel_entry(loaded: &LoadedBundle) -> ChannelEntry {
-    let csv = &loaded.csv;
+    csv_entry(&loaded.csv)
+}
+
+/// [`channel_entry`] from the CSV alone.
+pub fn csv_entry(csv: &windlass_bundle::ClusterServiceVersion) -> ChannelEntry {
     ChannelEntry {
-        name: csv.name().to_string(),
-        replaces: csv.spec.replaces.clone().filter(|r| !r.trim().is_empty()),
+        name: csv.name().into(),
+        replaces: csv
+            .spec
+            .replaces
+            .as_deref()
+            .filter(|r| !r.trim().is_empty())
+            .map(Name::from),
         skips: csv
             .spec
             .skips
             .iter()
             .filter(|s| !s.trim().is_empty())
-            .cloned()
+            .map(Name::from)
             .collect(),
-        skip_range: csv.skip_range().map(String::from),
+        skip_range: csv.skip_range().map(Name::from),
     }
 }

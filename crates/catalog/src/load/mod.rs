@@ -46,16 +46,58 @@ pub enum LoadError {
 }
 
 /// Something found while reading; the catalog was read around it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, thiserror::Error)]
-#[error("{file}: {message}")]
+///
+/// Problems that cost the catalog content ([`LoadIssue::loses_content`]) name what was left
+/// out: the package and bundle when known, the file, and the document inside it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LoadIssue {
     pub severity: Severity,
     pub kind: IssueKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub package: Option<String>,
+    /// The bundle (CSV name, or its folder when the CSV could not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
     /// The file or folder concerned (with a `:line` when known).
     pub file: String,
+    /// The 1-based position of the document in `file`, when one document is concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document: Option<usize>,
     pub message: String,
 }
+
+impl std::fmt::Display for LoadIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(document) = self.document {
+            write!(f, " (document {document})")?;
+        }
+        write!(f, ": {}{}", self.subject(), self.message)
+    }
+}
+
+impl LoadIssue {
+    /// `package p, bundle b: ` as far as they are known.
+    fn subject(&self) -> String {
+        match (&self.package, &self.bundle) {
+            (Some(p), Some(b)) => format!("package {p}, bundle {b}: "),
+            (Some(p), None) => format!("package {p}: "),
+            (None, Some(b)) => format!("bundle {b}: "),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// Everything but the file: document, package, bundle and what is wrong.
+    pub fn describe(&self) -> String {
+        let document = self
+            .document
+            .map(|d| format!("document {d}: "))
+            .unwrap_or_default();
+        format!("{document}{}{}", self.subject(), self.message)
+    }
+}
+
+impl std::error::Error for LoadIssue {}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -80,6 +122,12 @@ pub enum IssueKind {
     UnknownSchema,
     /// The package file itself is unusable.
     BadPackageFile,
+    /// A file-based-catalog blob that could not be decoded; it is missing from the catalog.
+    BadBlob,
+    /// A catalog file (or the rest of it, after a syntax error) could not be read.
+    UnreadableFile,
+    /// A channel's head bundle was left out; the channel is served from what it replaces.
+    HeadLeftOut,
     /// An `olm.constraint` cannot be read or compiled; the bundle stays in the catalog, but
     /// resolution never chooses it.
     BadConstraint,
@@ -97,9 +145,21 @@ impl LoadIssue {
             severity,
             kind,
             package: package.map(String::from),
+            bundle: None,
             file: file.into(),
+            document: None,
             message: message.into(),
         }
+    }
+
+    pub(crate) fn bundle(mut self, bundle: Option<&str>) -> Self {
+        self.bundle = bundle.map(String::from);
+        self
+    }
+
+    pub(crate) fn document(mut self, document: Option<usize>) -> Self {
+        self.document = document;
+        self
     }
 
     /// Whether the catalog lost content because of this issue.
@@ -110,6 +170,8 @@ impl LoadIssue {
                 | IssueKind::BadVersion
                 | IssueKind::DuplicateBundle
                 | IssueKind::BadPackageFile
+                | IssueKind::BadBlob
+                | IssueKind::UnreadableFile
         )
     }
 }
@@ -304,7 +366,8 @@ pub fn read_catalog_with(path: &Path, options: ReadOptions) -> Result<Loaded, Lo
         }
         Shape::FileBased => {
             let fbc = crate::fbc::read(path)?;
-            if fbc.catalog.packages.is_empty() {
+            // Files that held only problems are a catalog with problems, not no catalog.
+            if fbc.catalog.packages.is_empty() && fbc.issues.is_empty() {
                 return Err(LoadError::NotACatalog {
                     path: path.to_path_buf(),
                 });
@@ -381,6 +444,38 @@ pub(crate) fn load_parallel(
         .collect()
 }
 
+/// A bundle folder that could not be read: named by its CSV when that was readable, else by
+/// its folder; a bad document names its file and position.
+pub(crate) fn unreadable_bundle(
+    package: Option<&str>,
+    dir: &Path,
+    error: &BundleError,
+) -> LoadIssue {
+    let folder = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
+    match error.bad_document() {
+        Some((file, document, csv, reason)) => LoadIssue::new(
+            Severity::Error,
+            IssueKind::UnreadableBundle,
+            package,
+            dir.join(file).display().to_string(),
+            format!("{reason}; bundle left out"),
+        )
+        .bundle(Some(csv.unwrap_or(&folder)))
+        .document(Some(document)),
+        None => LoadIssue::new(
+            Severity::Error,
+            IssueKind::UnreadableBundle,
+            package,
+            dir.display().to_string(),
+            format!("{error}; bundle left out"),
+        )
+        .bundle(Some(&folder)),
+    }
+}
+
 /// Turns the reader's notes into issues.
 pub(crate) fn note_issues(
     package: &str,
@@ -408,6 +503,8 @@ pub(crate) fn note_issues(
                 dir.join(file).display().to_string(),
                 "not a YAML or JSON file; ignored",
             ),
+            // Repaired when the bundle is converted; lint reports it with the bundle's context.
+            LoadNote::MissingApiVersion { .. } => continue,
         };
         issues.push(issue);
     }

@@ -88,6 +88,9 @@ pub(super) fn read(
             ..Default::default()
         };
         let mut entries_by_name = BTreeMap::new();
+        // Bundles left out whose CSV still reads: their edges let a channel whose head was
+        // left out be served from what that head replaces.
+        let mut left_out = BTreeMap::new();
         for folder in &work[range] {
             match results.next().expect("one result per folder") {
                 Ok(bundle) => {
@@ -100,23 +103,36 @@ pub(super) fn read(
                         entries_by_name.insert(csv_name, (entry, head_description));
                     }
                 }
-                Err(e) => loaded.issues.push(LoadIssue::new(
-                    Severity::Error,
-                    IssueKind::UnreadableBundle,
-                    Some(&name),
-                    folder.display().to_string(),
-                    format!("{e}"),
-                )),
+                Err(e) => {
+                    loaded
+                        .issues
+                        .push(super::unreadable_bundle(Some(&name), folder, &e));
+                    if let Some(csv) = csv_alone(folder) {
+                        left_out.insert(csv.name().to_string(), convert::csv_entry(&csv));
+                    }
+                }
             }
         }
         let file_display = file.display().to_string();
         for declared in &package_file.channels {
             let mut channel = Channel {
                 name: declared.name.clone(),
-                package: name.clone(),
+                package: name.as_str().into(),
                 entries: Vec::new(),
             };
-            if !entries_by_name.contains_key(&declared.current_csv) {
+            let head_left_out = left_out.contains_key(&declared.current_csv);
+            if head_left_out {
+                loaded.issues.push(LoadIssue::new(
+                    Severity::Warning,
+                    IssueKind::HeadLeftOut,
+                    Some(&name),
+                    file_display.clone(),
+                    format!(
+                        "channel {}: its head {} was left out; the channel is served from the bundles it replaces and skips",
+                        declared.name, declared.current_csv
+                    ),
+                ));
+            } else if !entries_by_name.contains_key(&declared.current_csv) {
                 loaded.issues.push(LoadIssue::new(
                     Severity::Error,
                     IssueKind::MissingCurrentCsv,
@@ -134,18 +150,24 @@ pub(super) fn read(
             let mut seen = BTreeSet::new();
             let mut queue = vec![declared.current_csv.clone()];
             while let Some(current) = queue.pop() {
-                let Some((entry, _)) = entries_by_name.get(&current) else {
-                    continue;
+                let (entry, served) = match entries_by_name.get(&current) {
+                    Some((entry, _)) => (entry, true),
+                    None => match left_out.get(&current) {
+                        Some(entry) => (entry, false),
+                        None => continue,
+                    },
                 };
                 if !seen.insert(current.clone()) {
                     continue;
                 }
-                channel.entries.push(entry.clone());
+                if served {
+                    channel.entries.push(entry.clone());
+                }
                 for skipped in entry.skips.iter().rev() {
-                    queue.push(skipped.clone());
+                    queue.push(skipped.to_string());
                 }
                 if let Some(replaced) = &entry.replaces {
-                    queue.push(replaced.clone());
+                    queue.push(replaced.to_string());
                 }
             }
             package.channels.insert(channel.name.clone(), channel);
@@ -158,13 +180,33 @@ pub(super) fn read(
             .and_then(|pc| entries_by_name.get(&pc.current_csv));
         if let Some((_, (description, icon))) = head {
             package.description = description.clone();
-            package.icon = icon.as_ref().and_then(|i| serde_json::to_value(i).ok());
+            package.icon = icon
+                .as_ref()
+                .and_then(|i| serde_json::to_value(i).ok())
+                .map(|v| crate::model::RawJson::from_value(&v));
         }
         report_unchannelled(&package, &dir, loaded);
         loaded.package_sources.insert(name.clone(), file.clone());
         loaded.catalog.packages.insert(name, package);
     }
     Ok(())
+}
+
+/// The CSV of a version folder that did not load as a bundle, if that one file still reads.
+fn csv_alone(folder: &Path) -> Option<windlass_bundle::ClusterServiceVersion> {
+    entries(folder).ok()?.into_iter().find_map(|file| {
+        let name = file.file_name()?.to_string_lossy().into_owned();
+        if !(name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json")) {
+            return None;
+        }
+        let text = std::fs::read_to_string(&file).ok()?;
+        let documents = windlass_bundle::yaml::parse_documents(&name, &text).ok()?;
+        documents
+            .documents
+            .iter()
+            .filter(|d| d["kind"] == "ClusterServiceVersion")
+            .find_map(|d| windlass_bundle::ClusterServiceVersion::from_value(d).ok())
+    })
 }
 
 /// Bundles no channel lists are kept (nothing is lost) and reported.

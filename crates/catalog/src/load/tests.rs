@@ -251,3 +251,65 @@ fn semver_mode_packages_get_replaces_edges_from_version_order() {
         ]
     );
 }
+
+#[test]
+fn a_bundle_that_cannot_be_read_costs_only_itself_and_its_channel_goes_on_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    package_manifest(dir.path());
+    bundle_layout(dir.path());
+    // demo's stable head (1.2.0) gains a document that is no Kubernetes object.
+    write(
+        dir.path(),
+        "demo/1.2.0/extra.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Deployment\nmetadata: {name: b}\n",
+    );
+    // other 2.0.0 ships a Service without apiVersion: repaired, so nothing is lost.
+    write(
+        dir.path(),
+        "other/2.0.0/manifests/svc.yaml",
+        "kind: Service\nmetadata: {name: s}\n",
+    );
+    let loaded = read_catalog(dir.path()).unwrap();
+    let lost: Vec<&LoadIssue> = loaded.issues.iter().filter(|i| i.loses_content()).collect();
+    let [issue] = lost.as_slice() else {
+        panic!("{:?}", loaded.issues)
+    };
+    assert_eq!(issue.kind, IssueKind::UnreadableBundle);
+    assert_eq!(issue.package.as_deref(), Some("demo"));
+    assert_eq!(issue.bundle.as_deref(), Some("demo.v1.2.0"));
+    assert_eq!(
+        issue.file,
+        dir.path()
+            .join("demo/1.2.0/extra.yaml")
+            .display()
+            .to_string()
+    );
+    assert_eq!(issue.document, Some(2));
+    assert!(
+        issue.message.contains("Deployment has no apiVersion"),
+        "{issue}"
+    );
+
+    let demo = &loaded.catalog.packages["demo"];
+    assert_eq!(
+        demo.bundles.keys().collect::<Vec<_>>(),
+        vec!["demo.v1.0.0", "demo.v1.1.0", "demo.v1.1.5"]
+    );
+    // The channel goes on from what the left-out head replaced and skipped.
+    let stable = &demo.channels["stable"];
+    assert_eq!(channel_heads(stable), vec!["demo.v1.1.5"]);
+    assert!(
+        loaded
+            .issues
+            .iter()
+            .any(|i| i.kind == IssueKind::HeadLeftOut && i.message.contains("channel stable")),
+        "{:?}",
+        loaded.issues
+    );
+    assert_eq!(loaded.catalog.packages["other"].bundles.len(), 2);
+    // The strict reader still refuses such a catalog.
+    assert!(matches!(
+        load_catalog(dir.path()),
+        Err(LoadError::Incomplete { .. })
+    ));
+}

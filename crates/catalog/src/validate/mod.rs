@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::model::{Channel, Package};
+use crate::model::{Channel, Name, Package};
 use crate::range::VersionRange;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -183,7 +183,7 @@ pub fn channel_heads(channel: &Channel) -> Vec<&str> {
     let mut incoming: BTreeSet<&str> = BTreeSet::new();
     for e in &channel.entries {
         incoming.extend(e.replaces.as_deref());
-        incoming.extend(e.skips.iter().map(String::as_str));
+        incoming.extend(e.skips.iter().map(Name::as_str));
     }
     let mut heads: Vec<&str> = channel
         .entries
@@ -212,14 +212,14 @@ pub fn validate_channel(package: &Package, channel: &Channel) -> Vec<ChannelProb
             problems.push(ChannelProblem::DuplicateEntry {
                 package: pkg(),
                 channel: ch(),
-                entry: e.name.clone(),
+                entry: e.name.to_string(),
             });
         }
-        if !package.bundles.is_empty() && !package.bundles.contains_key(&e.name) {
+        if !package.bundles.is_empty() && !package.bundles.contains_key(e.name.as_str()) {
             problems.push(ChannelProblem::UnknownBundle {
                 package: pkg(),
                 channel: ch(),
-                entry: e.name.clone(),
+                entry: e.name.to_string(),
             });
         }
         if let Some(range) = &e.skip_range
@@ -228,8 +228,8 @@ pub fn validate_channel(package: &Package, channel: &Channel) -> Vec<ChannelProb
             problems.push(ChannelProblem::BadSkipRange {
                 package: pkg(),
                 channel: ch(),
-                entry: e.name.clone(),
-                range: range.clone(),
+                entry: e.name.to_string(),
+                range: range.to_string(),
                 error: err.to_string(),
             });
         }
@@ -238,8 +238,8 @@ pub fn validate_channel(package: &Package, channel: &Channel) -> Vec<ChannelProb
                 problems.push(ChannelProblem::DanglingSkip {
                     package: pkg(),
                     channel: ch(),
-                    entry: e.name.clone(),
-                    missing: skip.clone(),
+                    entry: e.name.to_string(),
+                    missing: skip.to_string(),
                 });
             }
         }
@@ -285,7 +285,7 @@ pub fn validate_channel(package: &Package, channel: &Channel) -> Vec<ChannelProb
     let skipped: BTreeSet<&str> = channel
         .entries
         .iter()
-        .flat_map(|e| e.skips.iter().map(String::as_str))
+        .flat_map(|e| e.skips.iter().map(Name::as_str))
         .collect();
     let stranded: Vec<String> = by_name
         .keys()
@@ -309,8 +309,8 @@ pub fn validate_channel(package: &Package, channel: &Channel) -> Vec<ChannelProb
             problems.push(ChannelProblem::DanglingReplaces {
                 package: pkg(),
                 channel: ch(),
-                entry: e.name.clone(),
-                missing: r.clone(),
+                entry: e.name.to_string(),
+                missing: r.to_string(),
             });
         }
     }

@@ -11,7 +11,7 @@ fn channel(spec: &[&str]) -> (Package, Channel) {
                 None => (*s, None),
             };
             let (head, skips) = match s.split_once('~') {
-                Some((h, k)) => (h, k.split(',').map(str::to_string).collect()),
+                Some((h, k)) => (h, k.split(',').map(str::to_string).collect::<Vec<_>>()),
                 None => (s, Vec::new()),
             };
             let (name, replaces) = match head.split_once('<') {
@@ -20,9 +20,9 @@ fn channel(spec: &[&str]) -> (Package, Channel) {
             };
             ChannelEntry {
                 name: name.into(),
-                replaces,
-                skips,
-                skip_range: range,
+                replaces: replaces.map(Into::into),
+                skips: skips.into_iter().map(Into::into).collect(),
+                skip_range: range.map(Into::into),
             }
         })
         .collect();

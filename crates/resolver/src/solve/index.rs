@@ -173,7 +173,7 @@ impl<'c> Index<'c> {
                 let id = *constraint_ids.entry(value.to_string()).or_insert(next);
                 if id == next {
                     index.constraints.push(ConstraintInfo {
-                        parsed: Constraint::parse(value).map_err(|e| e.to_string()),
+                        parsed: Constraint::parse(&value).map_err(|e| e.to_string()),
                         cands: OnceLock::new(),
                     });
                 }

@@ -122,7 +122,7 @@ pub(crate) fn build(ix: &Index<'_>, c: &Compiled<'_>, state: &State, stats: Stat
                 .collect();
             depends_on.sort();
             Step {
-                package: bundle.package.clone(),
+                package: bundle.package.to_string(),
                 bundle: bundle.name.clone(),
                 version: bundle.version.clone(),
                 action,

@@ -256,7 +256,7 @@ fn valid(
                 } => {
                     let r = VersionRange::parse(version_range).unwrap();
                     chosen
-                        .get(package_name)
+                        .get(package_name.as_str())
                         .is_some_and(|d| r.matches(&d.version))
                 }
                 Property::GvkRequired(g) => owners.contains_key(g),

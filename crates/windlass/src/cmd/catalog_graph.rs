@@ -3,7 +3,8 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context, bail};
-use windlass_catalog::{Catalog, Channel, Package, load_catalog, range::VersionRange};
+use windlass_catalog::load::{ReadOptions, read_catalog_with};
+use windlass_catalog::{Catalog, Channel, Package, range::VersionRange};
 use windlass_resolver::{
     Installed, Policy, Request, Resolver, Subscription, UpgradeGraph,
     policy::{HopKind, Start, Target, upgrade_path as find_path},
@@ -11,6 +12,8 @@ use windlass_resolver::{
     semver::Version,
     solve::Action,
 };
+
+use super::catalog_problems::{StrictArgs, Verdict, report};
 
 #[derive(clap::Args)]
 pub struct UpgradePathArgs {
@@ -31,6 +34,8 @@ pub struct UpgradePathArgs {
     pub policy: String,
     #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
     pub output: String,
+    #[command(flatten)]
+    pub strict: StrictArgs,
 }
 
 #[derive(clap::Args)]
@@ -50,6 +55,8 @@ pub struct ResolveArgs {
     pub policy: String,
     #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
     pub output: String,
+    #[command(flatten)]
+    pub strict: StrictArgs,
 }
 
 #[derive(clap::Args)]
@@ -61,10 +68,24 @@ pub struct GraphArgs {
     pub channel: Option<String>,
     #[arg(short = 'o', long, default_value = "dot", value_parser = ["dot", "mermaid"])]
     pub output: String,
+    #[command(flatten)]
+    pub strict: StrictArgs,
 }
 
-fn load(path: &std::path::Path) -> anyhow::Result<Catalog> {
-    load_catalog(path).with_context(|| format!("reading catalog {}", path.display()))
+/// The catalog at `path`, leniently: problems are printed on stderr, and with `--strict` (or
+/// when nothing could be read) the command stops with the returned code.
+fn load(path: &std::path::Path, strict: StrictArgs) -> anyhow::Result<Result<Catalog, ExitCode>> {
+    let loaded = read_catalog_with(
+        path,
+        ReadOptions {
+            keep_manifests: false,
+        },
+    )
+    .with_context(|| format!("reading catalog {}", path.display()))?;
+    Ok(match report(&loaded, strict) {
+        Verdict::Serve => Ok(loaded.catalog),
+        Verdict::Stop(code) => Err(code),
+    })
 }
 
 fn package_channel<'c>(
@@ -102,7 +123,10 @@ fn parse_version(text: &str) -> Option<Version> {
 }
 
 pub fn upgrade_path(args: UpgradePathArgs) -> anyhow::Result<ExitCode> {
-    let catalog = load(&args.catalog)?;
+    let catalog = match load(&args.catalog, args.strict)? {
+        Ok(catalog) => catalog,
+        Err(code) => return Ok(code),
+    };
     let (pkg, ch) = package_channel(&catalog, &args.package, args.channel.as_deref())?;
     let policy: Policy = args.policy.parse().map_err(anyhow::Error::msg)?;
     let start = match parse_version(&args.from) {
@@ -194,7 +218,10 @@ fn parse_installed(items: &[String]) -> anyhow::Result<Vec<Installed>> {
 }
 
 pub fn resolve(args: ResolveArgs) -> anyhow::Result<ExitCode> {
-    let catalog = load(&args.catalog)?;
+    let catalog = match load(&args.catalog, args.strict)? {
+        Ok(catalog) => catalog,
+        Err(code) => return Ok(code),
+    };
     let range = match args.version.as_deref() {
         Some(r) => Some(VersionRange::parse(r).with_context(|| format!("--version {r:?}"))?),
         None => None,
@@ -254,7 +281,10 @@ pub fn resolve(args: ResolveArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn graph(args: GraphArgs) -> anyhow::Result<ExitCode> {
-    let catalog = load(&args.catalog)?;
+    let catalog = match load(&args.catalog, args.strict)? {
+        Ok(catalog) => catalog,
+        Err(code) => return Ok(code),
+    };
     let (pkg, ch) = package_channel(&catalog, &args.package, args.channel.as_deref())?;
     let graph = UpgradeGraph::build(pkg, ch);
     let text = match args.output.as_str() {

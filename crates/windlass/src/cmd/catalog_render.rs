@@ -1,4 +1,4 @@
-//! `windlass catalog render | lint`.
+//! `windlass catalog render | lint | push`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use windlass_catalog::fbc::{CONFIGS_LABEL, image_tree, read_tree};
 use windlass_catalog::lint::lint_loaded;
-use windlass_catalog::load::{
-    LoadIssue, Loaded, ReadOptions, read_catalogs, read_catalogs_with, read_images,
-};
+use windlass_catalog::load::{Loaded, ReadOptions, read_catalogs, read_catalogs_with, read_images};
+
+use super::catalog_problems::{StrictArgs, Verdict, report};
 
 #[derive(clap::Args)]
 pub struct RenderArgs {
@@ -20,6 +20,8 @@ pub struct RenderArgs {
     pub output: String,
     #[command(flatten)]
     pub registry: super::bundle_registry::RegistryArgs,
+    #[command(flatten)]
+    pub strict: StrictArgs,
 }
 
 #[derive(clap::Args)]
@@ -39,6 +41,8 @@ pub struct PushArgs {
     pub reference: String,
     #[command(flatten)]
     pub registry: super::bundle_registry::RegistryArgs,
+    #[command(flatten)]
+    pub strict: StrictArgs,
 }
 
 /// Merges `more` into `loaded`; a package from two sources is an error.
@@ -108,13 +112,9 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
             keep_manifests: false,
         },
     )?;
-    let lost: Vec<&LoadIssue> = loaded.issues.iter().filter(|i| i.loses_content()).collect();
-    if !lost.is_empty() {
-        for issue in lost {
-            eprintln!("error: {issue}");
-        }
-        eprintln!("not pushed: the catalog would miss bundles");
-        return Ok(ExitCode::from(1));
+    if let Verdict::Stop(code) = report(&loaded, args.strict) {
+        eprintln!("not pushed");
+        return Ok(code);
     }
     let tree = image_tree(&loaded.catalog)?;
     let labels = [(CONFIGS_LABEL.to_string(), "/configs".to_string())].into();
@@ -145,23 +145,16 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
 
 pub fn render(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let loaded = read_sources(&args.sources, &args.registry)?;
-    let lost: Vec<&LoadIssue> = loaded.issues.iter().filter(|i| i.loses_content()).collect();
-    if !lost.is_empty() {
-        // Never print a catalog with bundles silently missing.
-        for issue in lost {
-            eprintln!("error: {issue}");
-        }
-        return Ok(ExitCode::from(1));
+    // Whatever is left out is named on stderr, never silently missing.
+    if let Verdict::Stop(code) = report(&loaded, args.strict) {
+        return Ok(code);
     }
-    for issue in &loaded.issues {
-        eprintln!("warning: {issue}");
-    }
-    let blobs = windlass_catalog::fbc::render(&loaded.catalog);
+    let blobs = windlass_catalog::fbc::blobs(&loaded.catalog);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.output == "yaml" {
-        windlass_catalog::fbc::write_yaml(&blobs, &mut out)?;
+        windlass_catalog::fbc::write_yaml(blobs, &mut out)?;
     } else {
-        windlass_catalog::fbc::write_json(&blobs, &mut out)?;
+        windlass_catalog::fbc::write_json(blobs, &mut out)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

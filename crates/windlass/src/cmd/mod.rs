@@ -6,6 +6,7 @@ pub mod bundle_ops;
 pub mod bundle_registry;
 pub mod catalog;
 pub mod catalog_graph;
+pub mod catalog_problems;
 pub mod catalog_render;
 pub mod lifecycle;
 pub mod release;

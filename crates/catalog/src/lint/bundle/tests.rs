@@ -278,3 +278,28 @@ fn i18n_provider_names_show_in_english() {
         }
     );
 }
+
+#[test]
+fn a_repaired_api_version_is_a_warning_naming_file_and_document() {
+    let report = lint(
+        CSV,
+        &[(
+            "manifests/extra.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Service\nmetadata: {name: b}\n",
+        )],
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.check == "manifest-api-version")
+        .expect("reported");
+    assert_eq!(finding.level, Level::Warning);
+    assert_eq!(finding.file, "b/manifests/extra.yaml");
+    assert!(
+        finding
+            .message
+            .starts_with("document 2: Service has no apiVersion; windlass applies it as v1"),
+        "{}",
+        finding.message
+    );
+}

@@ -27,13 +27,14 @@ pub(super) fn requirement(
             let value = bundle
                 .constraint_values()
                 .nth((r as usize).saturating_sub(before));
-            let written = value.map(|v| v.to_string()).unwrap_or_default();
+            let written = value.as_ref().map(|v| v.to_string()).unwrap_or_default();
             let constraint = match written.char_indices().nth(QUOTED) {
                 Some((cut, _)) => format!("{}...", &written[..cut]),
                 None => written,
             };
             Requirement::Constraint {
                 message: value
+                    .as_ref()
                     .and_then(|v| v.get("failureMessage"))
                     .and_then(|m| m.as_str())
                     .filter(|m| !m.trim().is_empty())

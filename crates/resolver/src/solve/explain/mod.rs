@@ -38,7 +38,7 @@ impl BundleRef {
     pub(crate) fn of(ix: &Index<'_>, b: BundleId) -> BundleRef {
         let bundle = ix.bundle(b).bundle;
         BundleRef {
-            package: bundle.package.clone(),
+            package: bundle.package.to_string(),
             bundle: bundle.name.clone(),
             version: bundle.version.clone(),
         }
@@ -537,9 +537,9 @@ impl Explainer<'_, '_> {
 fn gvk_requirement(ix: &Index<'_>, g: u32) -> Requirement {
     let gvk = ix.gvks[g as usize];
     Requirement::Api {
-        group: gvk.group.clone(),
-        version: gvk.version.clone(),
-        kind: gvk.kind.clone(),
+        group: gvk.group.to_string(),
+        version: gvk.version.to_string(),
+        kind: gvk.kind.to_string(),
     }
 }
 
