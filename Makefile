@@ -93,6 +93,7 @@ bench-e2e: ## Benchmarks on the local control plane: install times vs kubectl, r
 	$(CARGO) build --release -p windlass
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench lifecycle
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench verify
 
 # The manager image without a container engine (crates/windlass/Containerfile is for those with
 # one, and describes the same image). No musl target here: a static glibc build

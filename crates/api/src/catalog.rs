@@ -22,6 +22,7 @@ use crate::condition::{Condition, conditions_schema};
     printcolumn(name = "Priority", type_ = "integer", json_path = ".spec.priority"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Packages", type_ = "integer", json_path = ".status.packages"),
+    printcolumn(name = "Verified", type_ = "boolean", json_path = ".status.verified"),
     printcolumn(
         name = "Age",
         type_ = "date",
@@ -79,6 +80,9 @@ pub enum CatalogPhase {
     Serving,
     /// The last poll failed; the last good content is still served.
     Unreachable,
+    /// The image's signatures do not meet the TrustPolicies; only content that still does
+    /// stays served.
+    Refused,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -91,6 +95,13 @@ pub struct CatalogStatus {
     pub resolved_digest: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages: Option<i64>,
+    /// Whether the served content's image met the TrustPolicies with valid signatures
+    /// (false when no rule covers it or an unsigned image is only reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    /// The keys whose signatures on the served image counted (`<policy>/<key>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified_by: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_poll_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

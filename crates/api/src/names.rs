@@ -156,6 +156,8 @@ pub mod conditions {
     pub mod catalog {
         /// Whether the catalog's content is served.
         pub const SERVING: &str = "Serving";
+        /// Whether the served content's image was verified against the TrustPolicies.
+        pub const VERIFIED: &str = "Verified";
     }
 
     /// The ClusterVersion's conditions, as the CVO names them.
@@ -270,11 +272,23 @@ pub mod reasons {
         pub const TAMPERED: &str = "RevisionTampered";
         /// Every revision Secret the Blueprint uses is sealed by this windlass.
         pub const SEALED: &str = "Sealed";
+        /// The bundle image's signatures do not meet the TrustPolicies.
+        pub const SIGNATURE_REFUSED: &str = "SignatureRefused";
     }
 
-    /// A Catalog's `Serving` reasons.
+    /// A Catalog's `Serving` and `Verified` reasons.
     pub mod catalog {
         pub const CONTENT_SERVED: &str = "ContentServed";
+        /// The catalog image's signatures meet every rule that covers it.
+        pub const VERIFIED: &str = "Verified";
+        /// No TrustPolicy rule covers the catalog image: served unverified.
+        pub const NOT_COVERED: &str = "NotCovered";
+        /// The image is unsigned and the rules that cover it only report that.
+        pub const UNSIGNED_REPORTED: &str = "UnsignedReported";
+        /// The image's signatures do not meet the rules: it is not served.
+        pub const VERIFICATION_FAILED: &str = "VerificationFailed";
+        /// The signatures could not be checked (registry or key material unreadable).
+        pub const VERIFICATION_ERROR: &str = "VerificationError";
     }
 }
 

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 use windlass_api::names::{
-    annotations, controllers, labels, reasons::policy as policy_reasons,
-    reasons::revision::TAMPERED as REVISION_TAMPERED,
+    annotations, controllers, labels,
+    reasons::policy as policy_reasons,
+    reasons::revision::{SIGNATURE_REFUSED, TAMPERED as REVISION_TAMPERED},
 };
 use windlass_api::policy::ClusterScopedGrant;
 
@@ -24,9 +25,10 @@ use serde_json::Value;
 use windlass_api::{Blueprint, FIELD_MANAGER};
 use windlass_bundle::crd::safety as crd_safety;
 use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
-use windlass_catalog_store::CatalogStore;
-use windlass_kit::Applier;
+use windlass_catalog_store::{BundleContent, CatalogStore};
+use windlass_kit::{Applier, TrustGate};
 use windlass_revisions::SealKey;
+use windlass_trust::{Artifact, ArtifactClass};
 
 use crate::{
     Error, build, names,
@@ -54,17 +56,29 @@ pub async fn validate(
     applier: &Applier,
     key: &SealKey,
     store: &CatalogStore,
+    trust: &TrustGate,
     blueprint: &Blueprint,
     request: &ContentRequest,
     observed: &Observed,
 ) -> Result<(Validation, Option<Loaded>), Error> {
     if let Some(tampered) = observed.tampered(request.revision) {
-        return Ok((Validation::Tampered(tampered.message()), None));
+        let refusal = Refusal {
+            reason: REVISION_TAMPERED,
+            message: tampered.message(),
+        };
+        return Ok((Validation::Untrusted(refusal), None));
     }
     let client = applier.client();
     let current = observed.current.as_ref();
-    let content = match dereference(client, key, store, blueprint, request, current).await? {
+    let content = match dereference(client, key, store, trust, blueprint, request, current).await? {
         Ok(content) => content,
+        Err(Unusable::Untrusted(message)) => {
+            let refusal = Refusal {
+                reason: SIGNATURE_REFUSED,
+                message,
+            };
+            return Ok((Validation::Untrusted(refusal), None));
+        }
         Err(Unusable::Unavailable(message)) => return Ok((Validation::Unavailable(message), None)),
         Err(Unusable::Invalid(message)) => return Ok((Validation::Invalid(message), None)),
     };
@@ -171,6 +185,8 @@ enum Unusable {
     Unavailable(String),
     /// Never as it is (too large to keep as a revision): the install fails, saying so.
     Invalid(String),
+    /// The bundle image's signatures do not meet the TrustPolicies: held until they do.
+    Untrusted(String),
 }
 
 /// The content of the requested revision, stored in its Secret, or why it cannot be used.
@@ -178,6 +194,7 @@ async fn dereference(
     client: &Client,
     key: &SealKey,
     store: &CatalogStore,
+    trust: &TrustGate,
     blueprint: &Blueprint,
     request: &ContentRequest,
     current: Option<&RevisionContent>,
@@ -196,6 +213,9 @@ async fn dereference(
             digest,
         } => match fetch(store, catalog.as_deref(), csv_name, digest.as_deref()).await {
             Ok((catalog, bundle)) => {
+                if let Err(refused) = check_signatures(trust, store, &catalog, &bundle).await {
+                    return Ok(Err(refused));
+                }
                 let spec = &blueprint.spec;
                 revision::from_bundle(
                     request.revision,
@@ -227,6 +247,41 @@ async fn dereference(
             "it cannot be kept as a revision: {source}"
         )))),
         Err(error) => Err(error),
+    }
+}
+
+/// Checks a bundle image's signatures against the TrustPolicies before anything of it is
+/// stored or applied (bundles from the built-in catalog are compiled into windlass and carry
+/// no image).
+async fn check_signatures(
+    trust: &TrustGate,
+    store: &CatalogStore,
+    catalog: &str,
+    bundle: &BundleContent,
+) -> Result<(), Unusable> {
+    let Some(image) = &bundle.image else {
+        return Ok(());
+    };
+    let registry = store
+        .get(catalog)
+        .map(|served| served.registry_for(image))
+        .unwrap_or_default();
+    let artifact = Artifact {
+        reference: image.clone(),
+        digest: bundle.digest.clone(),
+        class: ArtifactClass::Bundle,
+    };
+    let verdict = trust
+        .verify(&artifact, &registry)
+        .await
+        .map_err(Unusable::Unavailable)?;
+    if verdict.allowed() {
+        Ok(())
+    } else {
+        Err(Unusable::Untrusted(format!(
+            "bundle image {image} is refused by the trust policy: {}",
+            verdict.reasons.join("; ")
+        )))
     }
 }
 

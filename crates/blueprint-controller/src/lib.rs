@@ -22,4 +22,4 @@ pub mod revision;
 mod samples;
 
 pub use error::Error;
-pub use reconcile::{Context, run};
+pub use reconcile::{Checks, Context, run};

@@ -117,8 +117,10 @@ pub enum Validation {
     /// Replacing the live CRDs would lose data or invalidate existing objects: the findings as
     /// a reader of the Blueprint's namespace may see them (objects elsewhere only counted).
     UnsafeCrds(Assessment),
-    /// The stored content fails its seal: written by someone other than windlass.
-    Tampered(String),
+    /// The content is not what a trusted publisher shipped: a stored revision fails its seal
+    /// (written by someone other than windlass), or the bundle image's signatures do not meet
+    /// the TrustPolicies.
+    Untrusted(Refusal),
     /// The namespace's InstallPolicies do not permit this install (install mode, target
     /// namespaces, catalog, package or cluster-scoped objects).
     Refused(Refusal),

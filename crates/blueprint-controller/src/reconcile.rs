@@ -29,7 +29,7 @@ use windlass_api::{
     subscription::CrdDeletionPolicy,
 };
 use windlass_catalog_store::CatalogStore;
-use windlass_kit::{Applier, Identities, Metrics, Notice, Scope, Shell, runner, status};
+use windlass_kit::{Applier, Identities, Metrics, Notice, Scope, Shell, TrustGate, runner, status};
 use windlass_revisions::SealKey;
 
 use crate::{
@@ -51,6 +51,16 @@ pub struct Context {
     pub seal_key: SealKey,
     /// Clients acting as install identities.
     pub identities: Identities,
+    /// Checks bundle images against the TrustPolicies before their content is used.
+    pub trust: Arc<TrustGate>,
+}
+
+/// How the controller checks what it uses before applying it.
+pub struct Checks {
+    /// Seals revision Secrets and checks them before their content is used.
+    pub seal_key: SealKey,
+    /// Checks bundle images against the TrustPolicies.
+    pub trust: Arc<TrustGate>,
 }
 
 /// Runs the Blueprint controller over `scope` until `shutdown` resolves.
@@ -60,9 +70,10 @@ pub async fn run(
     scope: Scope,
     store: Arc<CatalogStore>,
     metrics: Arc<dyn Metrics>,
-    seal_key: SealKey,
+    checks: Checks,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
+    let Checks { seal_key, trust } = checks;
     let blueprints = scope.api::<Blueprint>(&client);
     let csvs = scope.api::<ClusterServiceVersion>(&client);
     let controller = Controller::new(blueprints.clone(), watcher::Config::default());
@@ -80,6 +91,7 @@ pub async fn run(
         blueprints: cache,
         seal_key,
         identities,
+        trust,
     });
     let results = controller
         .owns(csvs, watcher::Config::default().labels(labels::BLUEPRINT))
@@ -179,6 +191,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                     &ctx.applier,
                     &ctx.seal_key,
                     &ctx.store,
+                    &ctx.trust,
                     blueprint,
                     request,
                     &observed,

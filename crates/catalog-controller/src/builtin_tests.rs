@@ -20,6 +20,7 @@ fn builtin_store(builtin: &BuiltinCatalog, name: &str) -> Arc<CatalogStore> {
         bundles: builtin.bundles.clone(),
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
+        verification: None,
     });
     store
 }
@@ -134,6 +135,7 @@ async fn an_image_pinned_by_a_known_digest_is_not_pulled_again() {
         bundles: BTreeMap::new(),
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
+        verification: None,
     };
     catalog.bundles.insert(
         "acme-gateway.v0.1.0".into(),

@@ -25,7 +25,7 @@ use windlass_api::{
     names::{controllers, labels},
 };
 use windlass_kit::{
-    Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner, status as status_write,
+    Metrics, Notice, ReconcileError, Scope, Shell, Stage, TrustGate, runner, status as status_write,
 };
 
 use crate::{
@@ -66,15 +66,19 @@ pub struct Options {
     pub label_selector: Option<String>,
     /// How soon a failed poll is tried again (never later than the poll interval).
     pub retry_after_failure: Duration,
+    /// Checks catalog images against the TrustPolicies before they are served.
+    pub trust: Arc<TrustGate>,
 }
 
 impl Options {
-    /// Pull Secrets in `namespace`, every Catalog, failures retried after 60 s.
-    pub fn new(namespace: impl Into<String>) -> Options {
+    /// Pull Secrets in `namespace`, every Catalog, failures retried after 60 s, catalog images
+    /// checked by `trust`.
+    pub fn new(namespace: impl Into<String>, trust: Arc<TrustGate>) -> Options {
         Options {
             namespace: namespace.into(),
             label_selector: None,
             retry_after_failure: Duration::from_secs(60),
+            trust,
         }
     }
 }
@@ -149,7 +153,7 @@ pub async fn run(
             metrics,
         ),
         store,
-        reader: Reader::new(),
+        reader: Reader::checking_signatures(options.trust.clone()),
         options,
         polls: Mutex::default(),
         gate: Mutex::default(),

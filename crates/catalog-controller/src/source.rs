@@ -19,7 +19,12 @@ use crate::{
     builtin::{BuiltinCatalog, BuiltinError},
     credentials::{Credentials, auth_for},
 };
-use windlass_catalog_store::{BundleContent, BundleLocation, CatalogStore, ServedCatalog};
+use windlass_api::names::reasons::catalog as reasons;
+use windlass_catalog_store::{
+    BundleContent, BundleLocation, CatalogStore, ServedCatalog, Verification,
+};
+use windlass_kit::TrustGate;
+use windlass_trust::{Artifact, ArtifactClass, Decision};
 
 /// Bundle images pulled at once.
 const PARALLEL_PULLS: usize = 4;
@@ -47,7 +52,21 @@ pub enum SourceError {
     #[error("{image} is not a usable catalog: {message}")]
     Invalid { image: String, message: String },
     #[error(transparent)]
-    Builtin(#[from] BuiltinError),
+    Builtin(Box<BuiltinError>),
+    #[error("{image} ({digest}) is refused by the trust policy: {message}")]
+    Untrusted {
+        image: String,
+        digest: String,
+        message: String,
+    },
+    #[error("{image}: the signatures could not be checked: {message}")]
+    Verification { image: String, message: String },
+}
+
+impl From<BuiltinError> for SourceError {
+    fn from(error: BuiltinError) -> SourceError {
+        SourceError::Builtin(Box::new(error))
+    }
 }
 
 impl SourceError {
@@ -59,6 +78,8 @@ impl SourceError {
             SourceError::Pull { .. } => "pull",
             SourceError::Invalid { .. } => "invalid_content",
             SourceError::Builtin(_) => "builtin",
+            SourceError::Untrusted { .. } => "untrusted",
+            SourceError::Verification { .. } => "verification",
         }
     }
 
@@ -69,6 +90,8 @@ impl SourceError {
             SourceError::PullSecret { .. } => "PullSecretUnavailable",
             SourceError::Pull { .. } => "PullFailed",
             SourceError::Invalid { .. } | SourceError::Builtin(_) => "InvalidContent",
+            SourceError::Untrusted { .. } => reasons::VERIFICATION_FAILED,
+            SourceError::Verification { .. } => reasons::VERIFICATION_ERROR,
         }
     }
 
@@ -102,6 +125,9 @@ pub struct Content {
     pub bundles: BTreeMap<String, BundleLocation>,
     /// Bundles the catalog lists without an image: offered, but they cannot be installed.
     pub without_image: Vec<String>,
+    /// What the signature check of the catalog image found (`None`: not an image, or read
+    /// without checking).
+    pub verification: Option<Verification>,
 }
 
 impl Content {
@@ -119,6 +145,7 @@ impl Content {
                 .filter(|name| !previous.bundles.contains_key(*name))
                 .cloned()
                 .collect(),
+            verification: previous.verification.clone(),
         }
     }
 
@@ -141,6 +168,7 @@ impl Content {
                 ..Default::default()
             },
             credentials,
+            verification: self.verification,
         }
     }
 }
@@ -228,28 +256,40 @@ pub fn read_fbc(
         catalog: loaded.catalog,
         bundles,
         without_image,
+        verification: None,
     })
 }
 
-/// Reads a file-based-catalog image. When the registry still serves the manifest digest
-/// `previous` was read at, that content is reused without downloading the image again.
+/// Reads a file-based-catalog image. Its manifest digest is read first (one request) and,
+/// with `trust`, checked against the trust policies before anything of it is used; when the
+/// registry still serves the digest `previous` was read at, that content is reused without
+/// downloading the image again. A new digest is pulled by digest, so what is served is what
+/// was checked.
 pub async fn read_image(
     reference: &str,
     options: &RegistryOptions,
     previous: Option<&ServedCatalog>,
+    trust: Option<&TrustGate>,
 ) -> Result<Content, SourceError> {
-    if let Some(previous) = previous {
-        let (_, digest, _) = oci::inspect(reference, options)
-            .await
-            .map_err(|e| SourceError::pull(reference, e))?;
-        if digest == previous.digest {
-            return Ok(Content::reuse(previous));
-        }
-    }
-    let pulled = oci::pull(reference, options)
+    let digest = oci::resolve_digest(reference, options)
         .await
         .map_err(|e| SourceError::pull(reference, e))?;
-    let (files, labels, digest) = (pulled.files, pulled.labels, pulled.digest);
+    let verification = match trust {
+        Some(trust) => Some(check_image(trust, reference, &digest, options).await?),
+        None => None,
+    };
+    if let Some(previous) = previous
+        && digest == previous.digest
+    {
+        let mut content = Content::reuse(previous);
+        content.verification = verification;
+        return Ok(content);
+    }
+    let by_digest = pinned(reference, &digest);
+    let pulled = oci::pull(&by_digest, options)
+        .await
+        .map_err(|e| SourceError::pull(reference, e))?;
+    let (files, labels) = (pulled.files, pulled.labels);
     let image = reference.to_string();
     let mut content = tokio::task::spawn_blocking(move || read_fbc(&files, &labels, &image))
         .await
@@ -257,18 +297,59 @@ pub async fn read_image(
             image: reference.into(),
             message: format!("reading the catalog: {e}"),
         })??;
-    content.digest = digest;
+    content.digest = pulled.digest;
+    content.verification = verification;
     Ok(content)
 }
 
+/// Checks the catalog image `reference` at `digest` against the trust policies: what may be
+/// served, or why not.
+async fn check_image(
+    trust: &TrustGate,
+    reference: &str,
+    digest: &str,
+    options: &RegistryOptions,
+) -> Result<Verification, SourceError> {
+    let artifact = Artifact {
+        reference: reference.to_string(),
+        digest: digest.to_string(),
+        class: ArtifactClass::Catalog,
+    };
+    let verdict =
+        trust
+            .verify(&artifact, options)
+            .await
+            .map_err(|message| SourceError::Verification {
+                image: reference.into(),
+                message,
+            })?;
+    let summary = match verdict.decision {
+        Decision::Refused => {
+            return Err(SourceError::Untrusted {
+                image: reference.into(),
+                digest: digest.into(),
+                message: verdict.reasons.join("; "),
+            });
+        }
+        Decision::Verified => format!("signed by {}", verdict.verified_by.join(", ")),
+        Decision::UnsignedReported | Decision::NotCovered => verdict.reasons.join("; "),
+    };
+    Ok(Verification {
+        verified: verdict.verified,
+        covered: verdict.decision != Decision::NotCovered,
+        verified_by: verdict.verified_by,
+        summary,
+    })
+}
+
 /// One bundle image: from the store's cache when the registry still serves a digest pulled
-/// before (only the manifest is fetched), otherwise pulled.
+/// before (one HEAD request for the manifest digest), otherwise pulled.
 async fn bundle_image(
     reference: &str,
     options: &RegistryOptions,
     store: &CatalogStore,
 ) -> Result<(windlass_bundle::Bundle, String, bool), SourceError> {
-    let (_, digest, _) = oci::inspect(reference, options)
+    let digest = oci::resolve_digest(reference, options)
         .await
         .map_err(|e| SourceError::pull(reference, e))?;
     if let Some(cached) = store.cached(&digest) {
@@ -351,6 +432,7 @@ pub async fn read_bundle_images(
         catalog: loaded.catalog,
         bundles,
         without_image: Vec::new(),
+        verification: None,
     })
 }
 
@@ -359,11 +441,22 @@ pub async fn read_bundle_images(
 #[derive(Default)]
 pub struct Reader {
     builtin: OnceCell<Arc<BuiltinCatalog>>,
+    /// Checks catalog images' signatures before they are served.
+    trust: Option<Arc<TrustGate>>,
 }
 
 impl Reader {
+    /// A reader that serves what it reads without checking signatures.
     pub fn new() -> Reader {
         Reader::default()
+    }
+
+    /// A reader that serves a catalog image only when the trust policies let it through.
+    pub fn checking_signatures(trust: Arc<TrustGate>) -> Reader {
+        Reader {
+            builtin: OnceCell::new(),
+            trust: Some(trust),
+        }
     }
 
     /// The built-in catalog, written out and read on first use.
@@ -405,6 +498,7 @@ impl Reader {
                     catalog: builtin.catalog.clone(),
                     bundles: builtin.bundles.clone(),
                     without_image: Vec::new(),
+                    verification: None,
                 })
             }
             CatalogSourceType::Image => {
@@ -413,7 +507,13 @@ impl Reader {
                     .as_deref()
                     .filter(|i| !i.trim().is_empty())
                     .ok_or(SourceError::NoImage)?;
-                read_image(image, &options(image), store.get(name).as_deref()).await
+                read_image(
+                    image,
+                    &options(image),
+                    store.get(name).as_deref(),
+                    self.trust.as_deref(),
+                )
+                .await
             }
             CatalogSourceType::BundleImages => {
                 if source.bundle_images.is_empty() {
@@ -443,9 +543,52 @@ impl Reader {
                 ));
                 Ok(store.get(name).expect("just served"))
             }
+            Err(error @ SourceError::Untrusted { .. }) => {
+                self.withdraw_unless_trusted(name, &spec.source, credentials, store)
+                    .await;
+                keep_serving(store, name, spec.priority);
+                Err(error)
+            }
             Err(error) => {
                 keep_serving(store, name, spec.priority);
                 Err(error)
+            }
+        }
+    }
+}
+
+impl Reader {
+    /// After the image was refused: the content served before stays only while its own digest
+    /// still passes the trust policies (a policy written since may refuse it too).
+    async fn withdraw_unless_trusted(
+        &self,
+        name: &str,
+        source: &CatalogSource,
+        credentials: &Credentials,
+        store: &CatalogStore,
+    ) {
+        let (Some(trust), Some(previous), Some(image)) =
+            (&self.trust, store.get(name), source.image.as_deref())
+        else {
+            return;
+        };
+        let options = RegistryOptions {
+            plain_http: source.plain_http,
+            auth: auth_for(credentials, image),
+            ..Default::default()
+        };
+        let served = pinned(image, &previous.digest);
+        match check_image(trust, &served, &previous.digest, &options).await {
+            Ok(verification) => {
+                if previous.verification.as_ref() != Some(&verification) {
+                    let mut again = (*previous).clone();
+                    again.verification = Some(verification);
+                    store.serve(again);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(catalog = name, %error, "withdrawing the content served before");
+                store.remove(name);
             }
         }
     }

@@ -76,6 +76,14 @@ fn served_summary(served: &ServedCatalog) -> String {
     )
 }
 
+/// The digest the served content was read at, for the `Verified` message.
+fn served_summary_digest(observation: &Observation) -> String {
+    observation
+        .served
+        .map(|s| format!("content at {}", s.digest))
+        .unwrap_or_default()
+}
+
 /// The status of a Catalog whose first read has started: `Pending`, `Serving=Unknown`.
 /// `None` once anything was written (a read never sends a Catalog back to Pending).
 pub fn pending(
@@ -112,6 +120,40 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
     status.observed_generation = observation.generation;
     status.resolved_digest = observation.served.map(|s| s.digest.clone());
     status.packages = observation.served.map(|s| s.catalog.packages.len() as i64);
+    let verification = observation.served.and_then(|s| s.verification.as_ref());
+    status.verified = verification.map(|v| v.verified);
+    status.verified_by = verification
+        .map(|v| v.verified_by.clone())
+        .unwrap_or_default();
+    match verification {
+        Some(v) => {
+            let reason = if v.verified {
+                reasons::catalog::VERIFIED
+            } else if v.covered {
+                reasons::catalog::UNSIGNED_REPORTED
+            } else {
+                reasons::catalog::NOT_COVERED
+            };
+            set_condition(
+                &mut status.conditions,
+                Condition::new(
+                    conditions::catalog::VERIFIED,
+                    if v.verified {
+                        ConditionStatus::True
+                    } else {
+                        ConditionStatus::False
+                    },
+                    reason,
+                    format!("{}: {}", served_summary_digest(observation), v.summary),
+                )
+                .observed(observation.generation),
+                observation.polled_at,
+            );
+        }
+        None => status
+            .conditions
+            .retain(|c| c.type_ != conditions::catalog::VERIFIED),
+    }
     let condition = match (observation.failure, observation.served) {
         (None, Some(served)) => {
             status.phase = Some(CatalogPhase::Serving);
@@ -139,7 +181,11 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
                 Some(f) => (f.reason, f.message.clone()),
                 None => ("NotRead", "the catalog has not been read".to_string()),
             };
-            status.phase = Some(CatalogPhase::Unreachable);
+            status.phase = Some(if reason == reasons::catalog::VERIFICATION_FAILED {
+                CatalogPhase::Refused
+            } else {
+                CatalogPhase::Unreachable
+            });
             let kept = match served {
                 Some(served) => format!(
                     "; still serving the last good content: {}",
@@ -180,7 +226,7 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
         (_, Some(CatalogPhase::Serving)) => Some(Transition::Serving {
             message: condition.message.clone(),
         }),
-        (Some(CatalogPhase::Unreachable), Some(CatalogPhase::Unreachable)) => None,
+        (Some(old), Some(new)) if old == new => None,
         (_, _) => Some(Transition::Unreachable {
             reason: observation.failure.map(|f| f.reason).unwrap_or("NotRead"),
             message: condition.message.clone(),

@@ -23,6 +23,7 @@ fn served(digest: &str, packages: usize) -> ServedCatalog {
         bundles: BTreeMap::new(),
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
+        verification: None,
     }
 }
 
@@ -236,4 +237,94 @@ fn a_new_catalog_is_pending_until_its_first_read_ends() {
         update.transition,
         Some(Transition::Serving { .. })
     ));
+}
+
+fn verified_by(keys: &[&str]) -> windlass_catalog_store::Verification {
+    windlass_catalog_store::Verification {
+        verified: true,
+        covered: true,
+        verified_by: keys.iter().map(|k| k.to_string()).collect(),
+        summary: format!("signed by {}", keys.join(", ")),
+    }
+}
+
+fn verified_condition(status: &CatalogStatus) -> Option<&Condition> {
+    windlass_api::condition::find(&status.conditions, conditions::catalog::VERIFIED)
+}
+
+#[test]
+fn verified_content_shows_its_keys_and_an_unchanged_verified_poll_writes_nothing() {
+    let mut content = served("sha256:1", 2);
+    content.verification = Some(verified_by(&["platform/a", "platform/b"]));
+    let first = next(None, &observe(Some(&content), None, 10))
+        .unwrap()
+        .status;
+    assert_eq!(first.verified, Some(true));
+    assert_eq!(first.verified_by, ["platform/a", "platform/b"]);
+    let condition = verified_condition(&first).expect("a Verified condition");
+    assert_eq!(condition.status, ConditionStatus::True);
+    assert_eq!(condition.reason, reasons::catalog::VERIFIED);
+    assert!(
+        condition.message.contains("sha256:1") && condition.message.contains("platform/b"),
+        "{}",
+        condition.message
+    );
+    assert!(next(Some(&first), &observe(Some(&content), None, 20)).is_none());
+}
+
+#[test]
+fn content_no_rule_covers_is_served_saying_it_is_unverified() {
+    let mut content = served("sha256:1", 1);
+    content.verification = Some(windlass_catalog_store::Verification {
+        verified: false,
+        covered: false,
+        verified_by: vec![],
+        summary: "no rule of the trust policy covers Catalog images in r/c".into(),
+    });
+    let status = next(None, &observe(Some(&content), None, 10))
+        .unwrap()
+        .status;
+    assert_eq!(status.phase, Some(CatalogPhase::Serving));
+    assert_eq!(status.verified, Some(false));
+    let condition = verified_condition(&status).unwrap();
+    assert_eq!(condition.status, ConditionStatus::False);
+    assert_eq!(condition.reason, reasons::catalog::NOT_COVERED);
+    // Content that is not an image carries no verification and no condition.
+    let builtin = served("sha256:2", 1);
+    let status = next(Some(&status), &observe(Some(&builtin), None, 20))
+        .unwrap()
+        .status;
+    assert_eq!(status.verified, None);
+    assert!(verified_condition(&status).is_none());
+}
+
+#[test]
+fn a_refused_image_is_phase_refused_naming_what_is_missing_and_what_stays_served() {
+    let refused = Failure {
+        reason: reasons::catalog::VERIFICATION_FAILED,
+        message: "r/c:1 (sha256:2) is refused by the trust policy: rule catalogs: needs keys \
+                  platform/a and platform/b; found a valid signature by platform/a only"
+            .into(),
+        metric_label: "untrusted",
+    };
+    let update = next(None, &observe(None, Some(&refused), 10)).unwrap();
+    assert_eq!(update.status.phase, Some(CatalogPhase::Refused));
+    let condition = serving_condition(&update.status);
+    assert_eq!(condition.status, ConditionStatus::False);
+    assert_eq!(condition.reason, reasons::catalog::VERIFICATION_FAILED);
+    assert!(
+        condition.message.contains("platform/a only")
+            && condition.message.contains("nothing is served"),
+        "{}",
+        condition.message
+    );
+    assert!(matches!(
+        update.transition,
+        Some(Transition::Unreachable {
+            reason: reasons::catalog::VERIFICATION_FAILED,
+            ..
+        })
+    ));
+    // Refused again: nothing new to say.
+    assert!(next(Some(&update.status), &observe(None, Some(&refused), 20)).is_none());
 }

@@ -35,6 +35,22 @@ pub struct ServedCatalog {
     /// Credentials by registry host (`host[:port]`), from the Catalog's pull Secret. Each
     /// registry gets only its own.
     pub credentials: BTreeMap<String, Auth>,
+    /// What the signature check of the catalog's image found (`None`: not an image).
+    pub verification: Option<Verification>,
+}
+
+/// What checking a catalog image's signatures against the trust policies found, for the
+/// Catalog's status. Refused images are never served, so this is what was let through.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verification {
+    /// Valid signatures met every rule that covers the image.
+    pub verified: bool,
+    /// Whether any rule covers the image at all.
+    pub covered: bool,
+    /// The keys whose signatures counted.
+    pub verified_by: Vec<String>,
+    /// One line for people: who signed, or why it is served unverified.
+    pub summary: String,
 }
 
 impl ServedCatalog {

@@ -33,6 +33,7 @@ fn served(name: &str, priority: i32, digest: &str, packages: &[&str]) -> ServedC
         bundles: BTreeMap::new(),
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
+        verification: None,
     }
 }
 

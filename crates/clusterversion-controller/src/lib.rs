@@ -53,11 +53,11 @@ use kube::{
 };
 use windlass_api::{ClusterVersion, names::controllers};
 use windlass_bundle::FileTree;
-use windlass_kit::{Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, runner};
-use windlass_oci::{RegistryClient, RegistryOptions};
+use windlass_kit::{
+    Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, TrustGate, runner,
+};
 use windlass_release::{Payload, Plan, graph::Graph};
 use windlass_revisions::SealKey;
-use windlass_trust::{Limits, Verifier};
 
 pub use update::reconcile;
 
@@ -112,8 +112,8 @@ pub struct Context {
     pub namespace: String,
     /// Seals stored payloads.
     pub seal_key: SealKey,
-    /// Signature verifiers (with their verdict caches), by whether they speak plain HTTP.
-    verifiers: Mutex<HashMap<bool, Arc<Verifier<RegistryClient>>>>,
+    /// Checks payload signatures against the TrustPolicies (verdicts cached by digest).
+    pub trust: Arc<TrustGate>,
     /// Asks update services.
     pub http: reqwest::Client,
     /// Update graphs by (upstream, channel, version), with when they were fetched.
@@ -125,25 +125,6 @@ impl Context {
     pub fn secrets(&self) -> Api<Secret> {
         Api::namespaced(self.shell.client.clone(), &self.namespace)
     }
-
-    /// The verifier for registries reached over plain HTTP or not.
-    pub fn verifier(&self, plain_http: bool) -> Arc<Verifier<RegistryClient>> {
-        self.verifiers
-            .lock()
-            .expect("verifier lock poisoned")
-            .entry(plain_http)
-            .or_insert_with(|| {
-                let options = RegistryOptions {
-                    plain_http,
-                    ..RegistryOptions::default()
-                };
-                Arc::new(Verifier::new(
-                    RegistryClient::new(&options),
-                    Limits::default(),
-                ))
-            })
-            .clone()
-    }
 }
 
 /// An update graph's upstream, channel and the version it was asked about.
@@ -153,6 +134,8 @@ pub type GraphKey = (String, String, String);
 pub struct Options {
     pub release_account_namespace: String,
     pub release_account_name: String,
+    /// The manager's signature checks, shared with the other controllers.
+    pub trust: Arc<TrustGate>,
 }
 
 /// The release ServiceAccount's default name, in the manager's namespace.
@@ -189,7 +172,7 @@ pub async fn run(
         payloads: Mutex::default(),
         namespace: options.release_account_namespace.clone(),
         seal_key,
-        verifiers: Mutex::default(),
+        trust: options.trust.clone(),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()

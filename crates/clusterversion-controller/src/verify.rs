@@ -1,12 +1,9 @@
-//! Release payload signatures: every TrustPolicy's rules, key material read from the manager's
-//! namespace, checked against the payload's digest, and what that means for the update.
+//! Release payload signatures: the payload's digest checked against the TrustPolicies, and what
+//! that means for the update.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::{Api, Client, ResourceExt, api::ListParams};
-use windlass_api::{TrustPolicy, names::reasons::cluster_version as reasons};
-use windlass_trust::{Artifact, ArtifactClass, Decision, PublicKey, Verdict, policy::merge};
+use windlass_api::names::reasons::cluster_version as reasons;
+use windlass_oci::RegistryOptions;
+use windlass_trust::{Artifact, ArtifactClass, Decision, Verdict};
 
 use crate::Context;
 
@@ -84,107 +81,16 @@ pub async fn verify(
     digest: &str,
     plain_http: bool,
 ) -> Result<Verdict, String> {
-    let client = &ctx.shell.client;
-    let policies = Api::<TrustPolicy>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| format!("reading TrustPolicies: {e}"))?
-        .items;
-    let named: Vec<(String, windlass_trust::TrustPolicy)> = policies
-        .iter()
-        .map(|p| {
-            (
-                p.name_any(),
-                windlass_trust::TrustPolicy {
-                    keys: p.spec.keys.iter().map(|k| k.key.clone()).collect(),
-                    rules: p.spec.rules.clone(),
-                },
-            )
-        })
-        .collect();
-    let merged = merge(&named);
-    let keys = key_material(client, &ctx.namespace, &policies).await;
-    let verifier = ctx.verifier(plain_http);
     let artifact = Artifact {
         reference: image.to_string(),
         digest: digest.to_string(),
         class: ArtifactClass::Release,
     };
-    verifier
-        .verify(&artifact, &merged, &keys)
-        .await
-        .map_err(|e| format!("verifying {image}: {e}"))
-}
-
-/// Each policy key's public key (named `<policy>/<key>`, as [`merge`] names them), or why it
-/// could not be read.
-async fn key_material(client: &Client, namespace: &str, policies: &[TrustPolicy]) -> KeyMaterial {
-    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
-    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
-    let mut keys = BTreeMap::new();
-    for policy in policies {
-        for key in &policy.spec.keys {
-            let name = format!("{}/{}", policy.name_any(), key.key.name);
-            let pem = match (&key.config_map, &key.secret) {
-                (Some(source), _) => {
-                    let where_ = format!(
-                        "ConfigMap {namespace}/{} key {}",
-                        source.name,
-                        source.data_key()
-                    );
-                    match config_maps.get_opt(&source.name).await {
-                        Ok(Some(map)) => map
-                            .data
-                            .and_then(|d| d.get(source.data_key()).cloned())
-                            .map(String::into_bytes)
-                            .ok_or_else(|| format!("{where_} does not exist")),
-                        Ok(None) => Err(format!("{where_}: no such ConfigMap")),
-                        Err(e) => Err(format!("{where_}: {e}")),
-                    }
-                    .map(|pem| (pem, where_))
-                }
-                (None, Some(source)) => {
-                    let where_ = format!(
-                        "Secret {namespace}/{} key {}",
-                        source.name,
-                        source.data_key()
-                    );
-                    match secrets.get_opt(&source.name).await {
-                        Ok(Some(secret)) => secret
-                            .data
-                            .and_then(|d| d.get(source.data_key()).map(|b| b.0.clone()))
-                            .ok_or_else(|| format!("{where_} does not exist")),
-                        Ok(None) => Err(format!("{where_}: no such Secret")),
-                        Err(e) => Err(format!("{where_}: {e}")),
-                    }
-                    .map(|pem| (pem, where_))
-                }
-                (None, None) => Err(format!(
-                    "TrustPolicy {} key {} names neither a configMap nor a secret",
-                    policy.name_any(),
-                    key.key.name
-                )),
-            };
-            let parsed = pem.and_then(|(pem, where_)| {
-                PublicKey::from_pem(&pem, &where_).map_err(|e| e.to_string())
-            });
-            keys.insert(name, parsed);
-        }
-    }
-    KeyMaterial(keys)
-}
-
-/// Public keys by policy-scoped name, or why each could not be read.
-pub struct KeyMaterial(BTreeMap<String, Result<PublicKey, String>>);
-
-impl windlass_trust::KeyResolver for KeyMaterial {
-    fn resolve(&self, name: &str) -> Result<PublicKey, String> {
-        match self.0.get(name) {
-            Some(Ok(key)) => Ok(key.clone()),
-            Some(Err(why)) => Err(why.clone()),
-            None => Err(format!("no key material for key {name}")),
-        }
-    }
+    let registry = RegistryOptions {
+        plain_http,
+        ..RegistryOptions::default()
+    };
+    ctx.trust.verify(&artifact, &registry).await
 }
 
 #[cfg(test)]

@@ -15,7 +15,9 @@
 //! - [`Events`] and [`Notice`]: Kubernetes Events with the API's size limits respected;
 //! - [`runner`]: the reconcile span, timing and metrics ([`Metrics`]), the error policy and
 //!   the finalizer wrapper;
-//! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`).
+//! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`);
+//! - [`trust`]: signature checks of images against the cluster's TrustPolicies, shared by every
+//!   controller that pulls ([`TrustGate`]).
 
 pub mod apply;
 pub mod compare;
@@ -25,12 +27,14 @@ pub mod runner;
 pub mod scope;
 pub mod seal_key;
 pub mod status;
+pub mod trust;
 
 pub use apply::{Applied, Applier, ApplyError, ObjectKey};
 pub use events::{Events, Notice};
 pub use identity::Identities;
 pub use runner::{Metrics, ReconcileError, Stage};
 pub use scope::Scope;
+pub use trust::TrustGate;
 
 use std::sync::Arc;
 

@@ -409,6 +409,19 @@ pub async fn push_image(
     })
 }
 
+/// The manifest digest `reference` points at now: one HEAD request (a GET when the registry
+/// sends no digest header), nothing downloaded. What a poll of an unchanged image costs.
+pub async fn resolve_digest(
+    reference: &str,
+    options: &RegistryOptions,
+) -> Result<String, OciError> {
+    let parsed = parse_reference(reference)?;
+    client(options)
+        .fetch_manifest_digest(&parsed, &options.auth.to_registry_auth())
+        .await
+        .map_err(|e| map_error(&parsed, e))
+}
+
 /// Manifest, digest and labels of an image, without downloading layers.
 pub async fn inspect(
     reference: &str,

@@ -5,6 +5,8 @@
 //! it): `make test` starts it, and a test run without it fails with a message saying how to
 //! start it.
 
+mod tools;
+pub use tools::{cosign_binary, registry_requests, windlass_binary};
 pub mod catalogs;
 pub mod lifecycle;
 pub mod manager;

@@ -345,6 +345,10 @@ async fn the_reconciler_serves_a_catalog_and_keeps_it_through_an_outage() {
             namespace: namespace.name.clone(),
             label_selector: Some(format!("windlass.dev/e2e-run={run_label}")),
             retry_after_failure: Duration::from_secs(2),
+            trust: Arc::new(windlass_kit::TrustGate::new(
+                client.clone(),
+                namespace.name.clone(),
+            )),
         },
         async move {
             let _ = stopped.await;
@@ -513,6 +517,10 @@ async fn a_pull_secret_is_read_from_the_manager_namespace() {
             namespace: namespace.name.clone(),
             label_selector: Some(format!("windlass.dev/e2e-run={run_label}")),
             retry_after_failure: Duration::from_secs(2),
+            trust: Arc::new(windlass_kit::TrustGate::new(
+                client.clone(),
+                namespace.name.clone(),
+            )),
         },
         async move {
             let _ = stopped.await;

@@ -18,20 +18,6 @@ use crate::cluster_versions::{
     set_spec, start_afresh, upgrade,
 };
 
-/// Registry requests for `repository` (`host:port/path`) so far, from the registry's log.
-fn registry_requests(repository: &str) -> usize {
-    let path = repository
-        .split_once('/')
-        .map(|(_, p)| p)
-        .unwrap_or(repository);
-    let log = windlass_testkit::state_dir().join("logs/registry.log");
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|line| line.contains(&format!("/v2/{path}/")))
-        .count()
-}
-
 fn history_of(version: &ClusterVersion) -> Vec<(String, UpdateState)> {
     version
         .status
@@ -82,7 +68,7 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
 
     // Back within the minor, from the copy stored in the cluster: no registry request.
     crate::manager_kills::restart_manager();
-    let requests = registry_requests(&repository);
+    let requests = windlass_testkit::registry_requests(&repository).len();
     assert!(
         requests > 0,
         "the registry's log shows the pushes and pulls so far"
@@ -90,7 +76,7 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
     upgrade(&digests["4.1.0"], false);
     let back = reach(&versions, "4.1.0").await;
     assert_eq!(
-        registry_requests(&repository),
+        windlass_testkit::registry_requests(&repository).len(),
         requests,
         "the rollback pulled nothing"
     );

@@ -39,6 +39,7 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
         "- --metrics-bind-address=0.0.0.0:8080",
         "- --health-probe-bind-address=0.0.0.0:8081",
         "- --namespace=windlass-system",
+        "- --release-service-account=windlass-release",
     ] {
         assert!(
             defaults.contains(arg),
@@ -48,6 +49,10 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
     assert!(
         !defaults.contains("--no-builtin-catalog"),
         "the built-in catalog is on by default"
+    );
+    assert!(
+        !defaults.contains("release-serviceaccount.yaml"),
+        "the release account is a cluster admin's choice unless asked for"
     );
     assert!(
         defaults.contains("image: ghcr.io/windlass-dev/windlass:0.1.0"),
@@ -79,11 +84,41 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
         );
     }
 
+    // Asked for: the release account and its binding, named for the manager.
+    let release = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "ops",
+        "--set",
+        "release.serviceAccount.create=true,release.serviceAccount.name=platform-release,release.serviceAccount.clusterRole=platform-updater",
+    ]));
+    let objects = release
+        .split("\n---")
+        .filter(|doc| doc.contains("release-serviceaccount.yaml"))
+        .collect::<Vec<_>>()
+        .join("\n---");
+    for expected in [
+        "kind: ServiceAccount",
+        "name: platform-release",
+        "namespace: ops",
+        "kind: ClusterRoleBinding",
+        "name: platform-updater",
+    ] {
+        assert!(
+            objects.contains(expected),
+            "release account render lacks `{expected}`:\n{objects}"
+        );
+    }
+    assert!(release.contains("- --release-service-account=platform-release"));
+
     // values.schema.json refuses values the manager would reject at start.
     for bad in [
         "logFormat=xml",
         "metrics.port=70000",
         "image.pullPolicy=Sometimes",
+        "release.serviceAccount.name=Not_A_Name",
         "unknownKey=1",
     ] {
         let output = helm()

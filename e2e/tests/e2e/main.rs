@@ -37,6 +37,7 @@ mod private_registry;
 mod registry_and_helm;
 mod release_payloads;
 mod signatures;
+mod signed_catalogs;
 mod subscription_dependencies;
 mod subscription_status;
 mod tenancy;

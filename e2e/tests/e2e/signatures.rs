@@ -7,7 +7,6 @@
 //! tag moved past its signature and a tampered payload are refused with the reason (exit 1).
 //! `windlass sign` signs and `cosign verify` accepts. cosign missing is a failure, not a skip.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use windlass_bundle::files::FileTree;
@@ -17,42 +16,14 @@ use windlass_testkit::run_ok;
 const PASSWORD: &str = "e2e-password";
 
 fn windlass() -> Command {
-    let bin = std::env::var_os("WINDLASS_MANAGER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-            target.join("debug/windlass")
-        });
-    assert!(
-        bin.exists(),
-        "{} is not built: run `cargo build -p windlass` (or set WINDLASS_MANAGER_BIN)",
-        bin.display()
-    );
-    let mut command = Command::new(bin);
+    let mut command = Command::new(windlass_testkit::windlass_binary());
     command.env("COSIGN_PASSWORD", PASSWORD);
     command
 }
 
-/// The pinned cosign: on PATH under `make e2e`, else on the cluster's tools path.
+/// The pinned cosign, with the test keys' password.
 pub(crate) fn cosign() -> Command {
-    let tools = windlass_testkit::cluster_env()
-        .ok()
-        .and_then(|env| env.get("WINDLASS_TOOLS_PATH").cloned())
-        .unwrap_or_default();
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = format!("{path}:{tools}")
-        .split(':')
-        .map(|dir| Path::new(dir).join("cosign"))
-        .find(|candidate| candidate.is_file());
-    let Some(bin) = found else {
-        panic!(
-            "cosign is not built: run `e2e/scripts/build-tools.sh cosign` (`make e2e` does), \
-             then put its directory on PATH"
-        );
-    };
-    let mut command = Command::new(bin);
+    let mut command = Command::new(windlass_testkit::cosign_binary());
     command.env("COSIGN_PASSWORD", PASSWORD);
     command
 }

@@ -184,12 +184,12 @@ fn in_progress<'a>(
             return draft.finish(Action::Record, None, RETRY);
         }
         // Never failed (a failure could roll back): held until an admin looks.
-        Validation::Tampered(message) if !started => {
-            untrusted(&mut draft, message);
+        Validation::Untrusted(refusal) if !started => {
+            untrusted(&mut draft, refusal);
             draft.stage(
                 BlueprintPhase::Pending,
                 waiting,
-                Stage::Blocked(message.clone()),
+                Stage::Blocked(refusal.message.clone()),
             );
             return draft.finish(Action::Record, None, RETRY);
         }

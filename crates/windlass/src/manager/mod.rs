@@ -184,6 +184,11 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
     state.set_ready(true);
     let store = windlass_catalog_store::CatalogStore::new();
+    // One signature checker for every controller: verdicts are cached once per digest.
+    let trust = Arc::new(windlass_kit::TrustGate::new(
+        client.clone(),
+        args.namespace.clone(),
+    ));
     // Boxed: the controllers' futures together are too large to move on the stack.
     let controllers = Box::pin(async {
         tokio::join!(
@@ -194,7 +199,10 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     store.clone(),
                     registry.controller("catalog"),
                     // Pull secrets live in the namespace the manager was told it runs in.
-                    windlass_catalog_controller::Options::new(args.namespace.clone()),
+                    windlass_catalog_controller::Options::new(
+                        args.namespace.clone(),
+                        trust.clone()
+                    ),
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),
@@ -216,7 +224,10 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     scope.clone(),
                     store.clone(),
                     registry.controller("blueprint"),
-                    seal_key.clone(),
+                    windlass_blueprint_controller::Checks {
+                        seal_key: seal_key.clone(),
+                        trust: trust.clone(),
+                    },
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),
@@ -238,6 +249,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     let options = windlass_clusterversion_controller::Options {
                         release_account_namespace: args.namespace.clone(),
                         release_account_name: args.release_service_account.clone(),
+                        trust: trust.clone(),
                     };
                     if let Err(error) = windlass_clusterversion_controller::run(
                         client.clone(),

@@ -1,6 +1,6 @@
 //! What the validate stage found, as conditions on the Blueprint.
 
-use super::{Draft, Refusal, Validation, conditions, crd_safety, reasons};
+use super::{Draft, Refusal, Validation, conditions, crd_safety};
 
 /// Conditions from the validate stage; whether to apply, and the CRD step's message.
 pub(super) fn validated(
@@ -8,7 +8,7 @@ pub(super) fn validated(
     validation: &Validation,
     restoring: bool,
 ) -> (bool, String) {
-    if !matches!(validation, Validation::Tampered(_)) {
+    if !matches!(validation, Validation::Untrusted(_)) {
         draft.remove_condition(conditions::blueprint::CONTENT_TRUSTED);
     }
     if !matches!(validation, Validation::Refused(_)) {
@@ -59,9 +59,9 @@ pub(super) fn validated(
         }
         Validation::Unavailable(message) => (false, format!("not re-applied: {message}")),
         Validation::Invalid(message) => (false, format!("not re-applied: {message}")),
-        Validation::Tampered(message) => {
-            untrusted(draft, message);
-            (false, format!("not re-applied: {message}"))
+        Validation::Untrusted(refusal) => {
+            untrusted(draft, refusal);
+            (false, format!("not re-applied: {}", refusal.message))
         }
         Validation::Refused(refusal) => {
             not_permitted(draft, refusal);
@@ -79,12 +79,12 @@ pub(super) fn not_permitted(draft: &mut Draft<'_>, refusal: &Refusal) {
     );
 }
 
-pub(super) fn untrusted(draft: &mut Draft<'_>, message: &str) {
+pub(super) fn untrusted(draft: &mut Draft<'_>, refusal: &Refusal) {
     draft.set_condition(
         conditions::blueprint::CONTENT_TRUSTED,
         false,
-        reasons::revision::TAMPERED,
-        message,
+        refusal.reason,
+        &refusal.message,
     );
 }
 

@@ -244,7 +244,10 @@ fn tampered_content_is_never_applied_and_never_rolled_back_from() {
     // Before the revision started: held, not failed (a failure could trigger a rollback).
     let mut world = World::installed(&["1.0.0"]);
     world.subscribe_to("1.1.0");
-    world.validation = Validation::Tampered(TAMPERED.into());
+    world.validation = Validation::Untrusted(Refusal {
+        reason: windlass_api::names::reasons::revision::TAMPERED,
+        message: TAMPERED.into(),
+    });
     let held = world.settle();
     assert_eq!(held.action, Action::Record, "nothing is applied");
     assert_eq!(world.phase(), BlueprintPhase::Pending);
@@ -271,7 +274,10 @@ fn tampered_content_is_never_applied_and_never_rolled_back_from() {
 #[test]
 fn tampered_content_of_a_running_revision_is_not_re_applied() {
     let mut world = World::installed(&["1.0.0"]);
-    world.validation = Validation::Tampered("fails its seal".into());
+    world.validation = Validation::Untrusted(Refusal {
+        reason: windlass_api::names::reasons::revision::TAMPERED,
+        message: "fails its seal".into(),
+    });
     let decision = world.reconcile();
     assert_eq!(decision.action, Action::Record, "nothing is re-applied");
     assert!(world.condition_is("ContentTrusted", ConditionStatus::False, "RevisionTampered"));
