@@ -181,6 +181,11 @@ pub struct RevisionRecord {
     /// True when the rules refused this move and `force` allowed it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forced: bool,
+    /// The TrustPolicy keys (`<policy>/<key>`) whose signatures on the bundle image counted
+    /// when its content was first read; empty when no rule covers it, it was unsigned and only
+    /// reported, or it comes from the built-in catalog.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified_by: Vec<String>,
     /// Set on a rollback: the earlier revision whose stored content this one re-installs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<i64>,

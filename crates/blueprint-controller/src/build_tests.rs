@@ -31,6 +31,7 @@ fn content(manifests: Vec<Value>) -> RevisionContent {
             })
             .collect(),
         created_by: None,
+        verified_by: Vec::new(),
         reason: None,
     }
 }

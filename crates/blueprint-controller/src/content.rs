@@ -160,7 +160,10 @@ pub async fn validate(
         return Ok((Validation::Refused(refusal), None));
     }
     let validation = if violations.is_empty() {
-        Validation::Ready { kept_crds: kept }
+        Validation::Ready {
+            kept_crds: kept,
+            verified_by: content.verified_by.clone(),
+        }
     } else {
         // Blueprint status and Events are read by the namespace's users: objects of other
         // namespaces are only counted.
@@ -213,17 +216,20 @@ async fn dereference(
             digest,
         } => match fetch(store, catalog.as_deref(), csv_name, digest.as_deref()).await {
             Ok((catalog, bundle)) => {
-                if let Err(refused) = check_signatures(trust, store, &catalog, &bundle).await {
-                    return Ok(Err(refused));
-                }
+                let verified_by = match check_signatures(trust, store, &catalog, &bundle).await {
+                    Ok(verified_by) => verified_by,
+                    Err(refused) => return Ok(Err(refused)),
+                };
                 let spec = &blueprint.spec;
-                revision::from_bundle(
+                let mut content = revision::from_bundle(
                     request.revision,
                     &bundle,
                     Some(&catalog),
                     spec.config.clone(),
                     spec.target_namespaces.clone(),
-                )
+                );
+                content.verified_by = verified_by;
+                content
             }
             Err(message) => return Ok(Err(Unusable::Unavailable(message))),
         },
@@ -252,15 +258,15 @@ async fn dereference(
 
 /// Checks a bundle image's signatures against the TrustPolicies before anything of it is
 /// stored or applied (bundles from the built-in catalog are compiled into windlass and carry
-/// no image).
+/// no image): the keys whose signatures counted, or why it may not be used.
 async fn check_signatures(
     trust: &TrustGate,
     store: &CatalogStore,
     catalog: &str,
     bundle: &BundleContent,
-) -> Result<(), Unusable> {
+) -> Result<Vec<String>, Unusable> {
     let Some(image) = &bundle.image else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let registry = store
         .get(catalog)
@@ -276,7 +282,7 @@ async fn check_signatures(
         .await
         .map_err(Unusable::Unavailable)?;
     if verdict.allowed() {
-        Ok(())
+        Ok(verdict.verified_by)
     } else {
         Err(Unusable::Untrusted(format!(
             "bundle image {image} is refused by the trust policy: {}",

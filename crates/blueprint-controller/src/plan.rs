@@ -109,7 +109,11 @@ pub struct Facts {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Validation {
     /// Safe to apply. `kept_crds`: CRDs a rollback leaves at their newer live definition.
-    Ready { kept_crds: Vec<String> },
+    /// `verified_by`: the keys whose signatures on the bundle image counted.
+    Ready {
+        kept_crds: Vec<String>,
+        verified_by: Vec<String>,
+    },
     /// The content cannot be read now (catalog not served, registry down, Secret unreadable).
     Unavailable(String),
     /// The bundle cannot be installed as shipped (for example an API with no mechanical move).

@@ -66,6 +66,10 @@ pub struct RevisionContent {
     pub created_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The keys whose signatures on the bundle image counted when it was read from the
+    /// catalog (kept with the content, so a restart or a rollback still knows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified_by: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -299,6 +303,7 @@ pub fn from_bundle(
             .collect(),
         created_by: None,
         reason: None,
+        verified_by: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ fn record(revision: i64, version: &str, outcome: RevisionOutcome) -> RevisionRec
         reason: String::new(),
         forced: false,
         restored_from: None,
+        verified_by: Vec::new(),
     }
 }
 

@@ -17,6 +17,7 @@ fn record(csv: &str, outcome: RevisionOutcome, reason: &str) -> RevisionRecord {
         reason: reason.into(),
         forced: false,
         restored_from: None,
+        verified_by: Vec::new(),
     }
 }
 

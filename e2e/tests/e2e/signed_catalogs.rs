@@ -352,4 +352,10 @@ async fn a_bundle_image_signed_by_the_wrong_key_blocks_its_install() {
     })
     .await;
     assert!(trusted(&installed).is_none(), "the refusal is cleared");
+    let history = &installed.status.as_ref().unwrap().history;
+    assert_eq!(
+        history[0].verified_by,
+        [policy.key("alpha")],
+        "the revision history names the key whose signature counted"
+    );
 }

@@ -91,6 +91,7 @@ pub(super) fn begin<'a>(
         reason: start.reason.clone(),
         forced: start.forced,
         restored_from,
+        verified_by: Vec::new(),
     };
     draft.push_record(record.clone());
     draft.status.held_back = held;
@@ -208,6 +209,9 @@ fn in_progress<'a>(
     let mut record = current;
     if record.started_time.is_none() {
         record.started_time = Some(draft.now());
+        if let Validation::Ready { verified_by, .. } = validation {
+            record.verified_by = verified_by.clone();
+        }
         draft.update_record(&record);
     }
     let action = if apply {

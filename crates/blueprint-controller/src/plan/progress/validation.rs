@@ -15,7 +15,7 @@ pub(super) fn validated(
         draft.remove_condition(conditions::blueprint::INSTALL_PERMITTED);
     }
     match validation {
-        Validation::Ready { kept_crds } if restoring && !kept_crds.is_empty() => {
+        Validation::Ready { kept_crds, .. } if restoring && !kept_crds.is_empty() => {
             let kept = kept_crds.join(", ");
             draft.set_condition(
                 conditions::blueprint::CRDS_KEPT,
@@ -28,7 +28,7 @@ pub(super) fn validated(
             );
             (true, format!("kept at the newer definition: {kept}"))
         }
-        Validation::Ready { kept_crds } if !kept_crds.is_empty() => {
+        Validation::Ready { kept_crds, .. } if !kept_crds.is_empty() => {
             let kept = kept_crds.join(", ");
             draft.set_condition(
                 conditions::blueprint::CRDS_KEPT,

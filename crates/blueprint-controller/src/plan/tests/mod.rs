@@ -68,6 +68,7 @@ impl World {
             dependencies: Vec::new(),
             validation: Validation::Ready {
                 kept_crds: Vec::new(),
+                verified_by: Vec::new(),
             },
             rollback_source: Ok(()),
             now: Timestamp::from_second(1_800_000_000).unwrap(),

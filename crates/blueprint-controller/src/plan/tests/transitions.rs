@@ -232,7 +232,10 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
 
     // Long after, once the object is fixed, the upgrade goes ahead with a fresh deadline.
     world.tick(3600);
-    world.validation = Validation::Ready { kept_crds: vec![] };
+    world.validation = Validation::Ready {
+        kept_crds: vec![],
+        verified_by: vec![],
+    };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
     assert!(world.condition_is("CRDUpgradeSafe", ConditionStatus::True, "Safe"));
@@ -258,7 +261,10 @@ fn tampered_content_is_never_applied_and_never_rolled_back_from() {
     assert_eq!(world.status.version.as_deref(), Some("1.0.0"));
 
     // Once the Secret is stored again from the catalog, the upgrade goes ahead.
-    world.validation = Validation::Ready { kept_crds: vec![] };
+    world.validation = Validation::Ready {
+        kept_crds: vec![],
+        verified_by: vec![],
+    };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
     assert!(
@@ -486,4 +492,36 @@ fn table_of_phases_and_actions() {
         };
         assert_eq!(got, *action, "{name}");
     }
+}
+
+#[test]
+fn a_signature_refusal_holds_the_install_and_the_keys_that_signed_are_recorded_once_it_runs() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+    world.validation = Validation::Untrusted(Refusal {
+        reason: windlass_api::names::reasons::revision::SIGNATURE_REFUSED,
+        message: "bundle image r@sha256:1 is refused by the trust policy: needs key p/a".into(),
+    });
+    let held = world.settle();
+    assert_eq!(held.action, Action::Record, "nothing is applied");
+    assert_eq!(world.phase(), BlueprintPhase::Pending);
+    assert!(world.condition_is("ContentTrusted", ConditionStatus::False, "SignatureRefused"));
+    assert_eq!(world.record(2).started_time, None);
+
+    // Signed now: it runs, the refusal is cleared and history names the keys.
+    world.validation = Validation::Ready {
+        kept_crds: vec![],
+        verified_by: vec!["p/a".into()],
+    };
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert!(
+        !world
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "ContentTrusted")
+    );
+    assert_eq!(world.record(2).verified_by, ["p/a"]);
+    assert!(world.record(1).verified_by.is_empty());
 }
