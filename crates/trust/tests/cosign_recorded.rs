@@ -4,6 +4,9 @@
 //! legacy simple-signing format (the `sha256-<hex>.sig` tag). The recorded responses are the
 //! registry's bytes unchanged, so digests and signatures are cosign's own.
 
+mod common;
+use common::{digest, fixture};
+
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,18 +20,6 @@ use windlass_trust::{
 };
 
 const REPOSITORY: &str = "127.0.0.1:40363/demo/app";
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/data/cosign/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn digest() -> String {
-    String::from_utf8(fixture("digest"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::Digest;

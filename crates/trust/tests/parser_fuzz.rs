@@ -5,6 +5,9 @@
 //! Runs as a property test in `make unit` (256 cases per property by default); set
 //! `PROPTEST_CASES` higher for a longer run.
 
+mod common;
+use common::{digest, fixture};
+
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
@@ -16,18 +19,6 @@ use windlass_trust::{
     layout::Manifest,
     simple_signing,
 };
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/data/cosign/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn digest() -> String {
-    String::from_utf8(fixture("digest"))
-        .unwrap()
-        .trim()
-        .to_string()
-}
 
 fn keys() -> BTreeMap<String, PublicKey> {
     ["a", "b"]

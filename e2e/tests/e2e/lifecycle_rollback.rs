@@ -23,15 +23,7 @@ use windlass_testkit::{
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 fn windlass() -> Command {
-    let bin = std::env::var_os("WINDLASS_MANAGER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-            target.join("debug/windlass")
-        });
-    let mut command = Command::new(bin);
+    let mut command = Command::new(windlass_testkit::windlass_binary());
     command.env("KUBECONFIG", windlass_testkit::kubeconfig_path());
     command
 }

@@ -29,14 +29,7 @@ use windlass_testkit::{
 const KILLS: usize = 24;
 
 fn manager_bin() -> PathBuf {
-    std::env::var_os("WINDLASS_MANAGER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
-                .join("debug/windlass")
-        })
+    windlass_testkit::windlass_binary()
 }
 
 /// SIGKILLs the manager; whether a running manager was killed (only those count).

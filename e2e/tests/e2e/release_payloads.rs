@@ -11,20 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use windlass_testkit::run_ok;
 
 pub(crate) fn windlass() -> Command {
-    let bin = std::env::var_os("WINDLASS_MANAGER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-            target.join("debug/windlass")
-        });
-    assert!(
-        bin.exists(),
-        "{} is not built: run `cargo build -p windlass` (or set WINDLASS_MANAGER_BIN)",
-        bin.display()
-    );
-    Command::new(bin)
+    Command::new(windlass_testkit::windlass_binary())
 }
 
 pub(crate) fn releases() -> PathBuf {
