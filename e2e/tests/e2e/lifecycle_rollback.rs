@@ -2,7 +2,7 @@
 //! revision stored in the cluster), manual through the Blueprint and the CLI, and the rule that
 //! refuses a manual rollback across a minor version unless forced.
 
-use std::{path::PathBuf, process::Command, time::Duration};
+use std::{process::Command, time::Duration};
 
 use kube::{
     Api,
