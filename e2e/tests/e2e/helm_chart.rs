@@ -19,6 +19,19 @@ use crate::common::helm::{
     run_with_stdin, wait_gone,
 };
 
+/// The chart rendered into namespace `ops` with `--set values`.
+fn render_with(chart: &str, values: &str) -> String {
+    run_ok(helm().args([
+        "template",
+        "windlass",
+        chart,
+        "--namespace",
+        "ops",
+        "--set",
+        values,
+    ]))
+}
+
 #[test]
 fn chart_lints_clean_and_renders_the_manager_command_from_values() {
     let chart = chart_dir();
@@ -59,15 +72,10 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
         "the tag defaults to appVersion"
     );
 
-    let custom = run_ok(helm().args([
-        "template",
-        "windlass",
+    let custom = render_with(
         &chart,
-        "--namespace",
-        "ops",
-        "--set",
         "logLevel=windlass=debug\\,kube=info,logFormat=text,leaderElection=false,builtInCatalog.enabled=false,metrics.port=9090,health.port=9091,image.tag=dev",
-    ]));
+    );
     for arg in [
         "- --log-level=windlass=debug,kube=info",
         "- --log-format=text",
@@ -85,15 +93,10 @@ fn chart_lints_clean_and_renders_the_manager_command_from_values() {
     }
 
     // Asked for: the release account and its binding, named for the manager.
-    let release = run_ok(helm().args([
-        "template",
-        "windlass",
+    let release = render_with(
         &chart,
-        "--namespace",
-        "ops",
-        "--set",
         "release.serviceAccount.create=true,release.serviceAccount.name=platform-release,release.serviceAccount.clusterRole=platform-updater",
-    ]));
+    );
     let objects = release
         .split("\n---")
         .filter(|doc| doc.contains("release-serviceaccount.yaml"))
