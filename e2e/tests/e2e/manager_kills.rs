@@ -33,7 +33,7 @@ fn manager_bin() -> PathBuf {
 }
 
 /// SIGKILLs the manager; whether a running manager was killed (only those count).
-fn kill_manager() -> bool {
+pub(crate) fn kill_manager() -> bool {
     let pid =
         std::fs::read_to_string(state_dir().join("pids/manager")).expect("the manager's pid file");
     Command::new("kill")
