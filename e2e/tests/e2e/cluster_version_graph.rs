@@ -14,8 +14,8 @@ use windlass_api::{
 use windlass_testkit::{lifecycle::wait_object, require_manager, run_ok};
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, push_releases, refused_with,
-    release_account, set_spec, start_afresh, upgrade,
+    ONE_AT_A_TIME, TIMEOUT, TrustSetup, completed_at, condition_is, push_releases, reach,
+    refused_with, release_account, set_spec, start_afresh, upgrade,
 };
 use crate::release_payloads::{serve_graph, windlass};
 use crate::signatures::Keys;
@@ -122,14 +122,7 @@ async fn versions_resolve_through_the_update_graph_and_risky_updates_need_accept
 
     // A version alone: resolved to its payload through the graph.
     upgrade_to_version("4.1.1", None);
-    let at_411 = wait_object(
-        &versions,
-        CLUSTER_VERSION_NAME,
-        "4.1.1 completed",
-        TIMEOUT,
-        |v| completed_at(v, "4.1.1"),
-    )
-    .await;
+    let at_411 = reach(&versions, "4.1.1").await;
     assert_eq!(
         at_411
             .status
@@ -187,14 +180,7 @@ async fn versions_resolve_through_the_update_graph_and_risky_updates_need_accept
     assert_eq!(status.desired.as_ref().unwrap().version, "4.1.1");
 
     upgrade_to_version("4.2.0", Some("KnownIssue"));
-    let at_420 = wait_object(
-        &versions,
-        CLUSTER_VERSION_NAME,
-        "4.2.0 completed",
-        TIMEOUT,
-        |v| completed_at(v, "4.2.0"),
-    )
-    .await;
+    let at_420 = reach(&versions, "4.2.0").await;
     let entry = &at_420.status.as_ref().unwrap().history[0];
     assert!(
         entry

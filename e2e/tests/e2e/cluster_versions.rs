@@ -330,14 +330,7 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     let (levels_410, names_410) = level_of_objects("4.1.0");
     let start = audit_lines();
     upgrade(&images["4.1.0"], false);
-    let at_410 = wait_object(
-        &versions,
-        CLUSTER_VERSION_NAME,
-        "4.1.0 completed",
-        TIMEOUT,
-        |v| completed_at(v, "4.1.0"),
-    )
-    .await;
+    let at_410 = reach(&versions, "4.1.0").await;
     let status = at_410.status.as_ref().unwrap();
     assert!(status.history[0].verified, "{:?}", status.history[0]);
     let desired = status.desired.as_ref().unwrap();
@@ -396,14 +389,7 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
     let (levels_411, _) = level_of_objects("4.1.1");
     let start = audit_lines();
     upgrade(&images["4.1.1"], true);
-    let at_411 = wait_object(
-        &versions,
-        CLUSTER_VERSION_NAME,
-        "4.1.1 completed",
-        TIMEOUT,
-        |v| completed_at(v, "4.1.1"),
-    )
-    .await;
+    let at_411 = reach(&versions, "4.1.1").await;
     let order = written_levels(start, &account, &levels_411);
     assert!(order.len() >= 2, "the patch wrote its changes: {order:?}");
     assert!(
