@@ -103,34 +103,7 @@ fn ensure_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Clients kept for the life of the process, by protocol and credentials: building one reads
-/// every system root certificate (tens of milliseconds of CPU), and a kept one reuses its
-/// connections and tokens. The credentials are part of the key because a client keeps the
-/// first credentials it used for each registry.
-static CLIENTS: std::sync::Mutex<Vec<(bool, Auth, Client)>> = std::sync::Mutex::new(Vec::new());
-
-/// Distinct clients kept; past that (many rotated credentials) the oldest is dropped.
-const KEPT_CLIENTS: usize = 32;
-
 fn client(options: &RegistryOptions) -> Client {
-    let mut kept = CLIENTS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((_, _, client)) = kept
-        .iter()
-        .find(|(plain, auth, _)| *plain == options.plain_http && *auth == options.auth)
-    {
-        return client.clone();
-    }
-    let client = new_client(options);
-    if kept.len() >= KEPT_CLIENTS {
-        kept.remove(0);
-    }
-    kept.push((options.plain_http, options.auth.clone(), client.clone()));
-    client
-}
-
-fn new_client(options: &RegistryOptions) -> Client {
     ensure_crypto_provider();
     Client::new(ClientConfig {
         protocol: if options.plain_http {
