@@ -1,5 +1,5 @@
 //! Pull + unpack of a bundle image from a local registry, against `skopeo copy` of the same
-//! image to a local directory.
+//! image to a local directory, and what one poll of an unchanged image (a manifest HEAD) costs.
 //!
 //! `WINDLASS_REGISTRY=127.0.0.1:PORT cargo bench -p windlass-oci --bench pull [-- BUNDLE_DIR]`
 //! pushes the bundle (default: the corpus' largest package-manifest bundle of
@@ -76,6 +76,13 @@ fn main() {
             .unwrap();
         assert_eq!(pulled.digest, pushed.digest);
     });
+    // What a poll of an unchanged image costs: one manifest HEAD, a new client each time.
+    let head = best(|| {
+        let digest = runtime
+            .block_on(oci::resolve_digest(&reference, &options))
+            .unwrap();
+        assert_eq!(digest, pushed.digest);
+    });
     let target = std::env::temp_dir().join(format!("windlass-bench-skopeo-{}", std::process::id()));
     let skopeo = best(|| {
         let _ = std::fs::remove_dir_all(&target);
@@ -99,6 +106,10 @@ fn main() {
     println!(
         "windlass pull + verify + unpack + load: {:.1} ms",
         windlass.as_secs_f64() * 1e3
+    );
+    println!(
+        "windlass manifest HEAD (one poll):      {:.1} ms",
+        head.as_secs_f64() * 1e3
     );
     println!(
         "skopeo copy to dir (no unpack):        {:.1} ms",

@@ -9,8 +9,11 @@ pub mod image;
 pub mod registry;
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
-use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::client::{
+    Certificate, CertificateEncoding, ClientConfig, ClientProtocol, Config, ImageLayer,
+};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{self, OciImageManifest};
 use oci_client::{Client, Reference};
@@ -103,9 +106,29 @@ fn ensure_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The system's trusted root certificates, read once per process. Every registry call builds
+/// a client of its own (pooled connections belong to the async runtime that opened them), and
+/// left to itself each client would read and parse every certificate file of the system again.
+fn system_roots() -> &'static [Certificate] {
+    static ROOTS: OnceLock<Vec<Certificate>> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        rustls_native_certs::load_native_certs()
+            .certs
+            .into_iter()
+            .map(|der| Certificate {
+                encoding: CertificateEncoding::Der,
+                data: der.to_vec(),
+            })
+            .collect()
+    })
+}
+
 fn client(options: &RegistryOptions) -> Client {
     ensure_crypto_provider();
     Client::new(ClientConfig {
+        // Empty when the system has no roots: the client then keeps its own lookup, which
+        // finds none either and reports that on the first TLS connection.
+        tls_certs_only: system_roots().to_vec(),
         protocol: if options.plain_http {
             ClientProtocol::Http
         } else {

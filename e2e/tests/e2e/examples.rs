@@ -37,6 +37,8 @@ use windlass_testkit::{
     require_manager, unique_name,
 };
 
+mod platform;
+
 const TIMEOUT: Duration = Duration::from_secs(240);
 const FIELD_MANAGER: &str = "windlass-examples";
 /// Sample bundles a test catalog is filled with, in upgrade order.
@@ -126,12 +128,18 @@ async fn check_file(client: &Client, file: &Path) {
     let mut catalogs = Vec::new();
     let mut subscriptions = Vec::new();
     let mut policies = Vec::new();
+    let mut trust_policies = Vec::new();
+    let mut cluster_versions = Vec::new();
     for (index, document) in documents(file).into_iter().enumerate() {
         let kind = (document["apiVersion"].as_str(), document["kind"].as_str());
         match kind {
             (Some("windlass.dev/v1alpha1"), Some("Catalog")) => catalogs.push(document),
             (Some("windlass.dev/v1alpha1"), Some("Subscription")) => subscriptions.push(document),
             (Some("windlass.dev/v1alpha1"), Some("InstallPolicy")) => policies.push(document),
+            (Some("windlass.dev/v1alpha1"), Some("TrustPolicy")) => trust_policies.push(document),
+            (Some("windlass.dev/v1alpha1"), Some("ClusterVersion")) => {
+                cluster_versions.push(document)
+            }
             (api_version, kind) => panic!(
                 "document {} is {}/{}, which e2e/tests/e2e/examples.rs does not know how to check; add its check there",
                 index + 1,
@@ -148,6 +156,12 @@ async fn check_file(client: &Client, file: &Path) {
     }
     for policy in policies {
         check_install_policy(client, &stem, policy).await;
+    }
+    for policy in trust_policies {
+        platform::check_trust_policy(client, policy).await;
+    }
+    for cluster_version in cluster_versions {
+        platform::check_cluster_version(client, cluster_version).await;
     }
 }
 
@@ -405,7 +419,11 @@ impl Drop for CatalogCleanup {
 
 /// A file-based catalog of one package holding the given bundles (CSV name, image), pushed as a
 /// catalog image to the local registry; returns its reference.
-async fn push_catalog_image(package: &str, bundles: &[(String, String)]) -> String {
+async fn push_catalog_image(
+    package: &str,
+    bundles: &[(String, String)],
+    reference: &str,
+) -> String {
     let mut blobs = vec![
         json!({ "schema": "olm.package", "name": package, "defaultChannel": "stable" }),
         json!({
@@ -431,14 +449,10 @@ async fn push_catalog_image(package: &str, bundles: &[(String, String)]) -> Stri
         "/configs".to_string(),
     )]
     .into();
-    let reference = format!(
-        "{}:latest",
-        windlass_testkit::registry().unique_repository("examples/catalog")
-    );
-    windlass_oci::push_image(&tree, &labels, &reference, &plain_http())
+    windlass_oci::push_image(&tree, &labels, reference, &plain_http())
         .await
         .unwrap_or_else(|e| panic!("pushing {reference}: {e}"));
-    reference
+    reference.to_string()
 }
 
 /// Given the Catalog examples of one file, with their images pointed at content in the local
@@ -487,7 +501,12 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
         let expected_packages = match example.spec.source.type_ {
             CatalogSourceType::Image => {
                 if catalog_image.is_none() {
-                    catalog_image = Some(push_catalog_image(&package, &published[..1]).await);
+                    let reference = format!(
+                        "{}:latest",
+                        windlass_testkit::registry().unique_repository("examples/catalog")
+                    );
+                    catalog_image =
+                        Some(push_catalog_image(&package, &published[..1], &reference).await);
                 }
                 source["image"] = json!(catalog_image.clone().unwrap());
                 source["plainHTTP"] = json!(true);
