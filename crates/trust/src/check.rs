@@ -9,8 +9,8 @@
 use serde::Serialize;
 
 use crate::bundle::Bundle;
-use crate::discover::{Candidate, CandidateContent};
 use crate::dsse::{COSIGN_SIGN_PREDICATE, IN_TOTO_PAYLOAD_TYPE, Statement, decode_base64};
+use crate::found::{Candidate, CandidateContent};
 use crate::keys::PublicKey;
 use crate::policy::list_names;
 use crate::simple_signing;

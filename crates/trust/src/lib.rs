@@ -12,29 +12,42 @@
 //!   pure judgement of a rule.
 //! - [`verify`]: the one entry point a controller calls, [`Verifier::verify`], with a cache of
 //!   verdicts by digest.
-//! - [`sign`]: signatures in both formats, and publishing them to a registry.
+//! - [`sign`]: signatures in both formats; `publish` stores them in a registry.
 //!
-//! Registry access goes through `windlass-oci`; nothing here talks to a cluster.
+//! Registry access (`discover`, `verify`, publishing signatures) goes through `windlass-oci`
+//! and is behind the `registry` feature, off by default: the policy types and every format and
+//! check stay free of an HTTP client for crates that only need those (the API crate). Nothing
+//! here talks to a cluster.
 
 pub mod bundle;
 pub mod check;
 pub mod cosign_key;
+#[cfg(feature = "registry")]
 pub mod discover;
 pub mod dsse;
+pub mod found;
 pub mod keys;
 pub mod layout;
 pub mod policy;
+#[cfg(feature = "registry")]
+pub mod publish;
 pub mod sign;
 pub mod simple_signing;
+#[cfg(feature = "registry")]
 pub mod verify;
 
 pub use check::{CheckOutcome, SignatureCheck, SignatureFormat};
-pub use discover::{Limits, SignatureSource};
+#[cfg(feature = "registry")]
+pub use discover::SignatureSource;
+pub use found::Limits;
 pub use keys::{KeyAlgorithm, KeyError, PrivateKey, PublicKey};
 pub use policy::{
     ArtifactClass, PolicyError, Requirement, TrustPolicy, TrustRule, TrustedKey, UnsignedAction,
 };
-pub use sign::{Published, SignatureFormatChoice, publish_signature};
+#[cfg(feature = "registry")]
+pub use publish::{Published, publish_signature};
+pub use sign::SignatureFormatChoice;
+#[cfg(feature = "registry")]
 pub use verify::{Artifact, Decision, KeyResolver, Verdict, VerdictCache, Verifier};
 
 /// Why stored signature data could not be read. These become refusal reasons, never panics.
@@ -58,6 +71,7 @@ pub enum FormatError {
 /// which is a [`Verdict`]).
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
+    #[cfg(feature = "registry")]
     #[error(transparent)]
     Registry(#[from] windlass_oci::OciError),
     #[error(transparent)]
