@@ -3,8 +3,9 @@
 //!
 //! Key material lives in ConfigMaps or Secrets in the manager's namespace, where only cluster
 //! admins write; a policy names them. Every TrustPolicy's rules apply together: an artifact
-//! must satisfy every rule, of any policy, that covers its class and repository. Today release
-//! payloads (the ClusterVersion) are checked against them.
+//! must satisfy every rule, of any policy, that covers its class and repository. Catalog images
+//! are checked before they are served, bundle images before their first install, release
+//! payloads before an update starts.
 
 use kube::CustomResource;
 use schemars::JsonSchema;
