@@ -12,6 +12,7 @@ mod common;
 
 mod blueprint_lifecycle;
 mod catalog_sources;
+mod cluster_version_drift;
 mod cluster_version_graph;
 mod cluster_version_kills;
 mod cluster_version_preconditions;
