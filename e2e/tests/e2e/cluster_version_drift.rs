@@ -69,7 +69,7 @@ async fn reconciled_after(before: f64, what: &str) {
 
 async fn nudge<K>(api: &Api<K>, name: &str)
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let nudge = json!({"metadata": {"annotations": {"e2e.windlass.dev/nudge": unique_name("n")}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&nudge))
@@ -80,7 +80,7 @@ where
 /// An edit as a person makes it, with a field manager of their own.
 async fn by_hand<K>(api: &Api<K>, name: &str, patch: serde_json::Value)
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let params = PatchParams {
         field_manager: Some("e2e-by-hand".into()),
@@ -97,7 +97,7 @@ async fn replicas(deployments: &Api<Deployment>) -> i32 {
         .await
         .unwrap()
         .spec
-        .and_then(|s| s.replicas)
+        .replicas
         .unwrap_or(1)
 }
 
