@@ -1,21 +1,33 @@
 //! Operators and the platform under one lifecycle: the sample releases `4.3.0-operators` and
 //! `4.3.1-operators` carry, at level 20, a windlass Subscription to the built-in catalog's
 //! acme-db pinned to 1.0.0 and 1.0.1. The update waits at that level until the Blueprint runs
-//! the pinned version, and rolling the release back moves the operator back with it.
+//! the pinned version, and rolling the release back moves the operator back with it; when that
+//! would cross the operator's minor version (`4.3.2-operators` pins 1.1.0), the Blueprint's own
+//! rule refuses until a person forces it, and the release's level says so.
 
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use windlass_api::{
-    Blueprint, ClusterVersion, Subscription, blueprint::BlueprintPhase,
-    clusterversion::CLUSTER_VERSION_NAME,
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
 };
-use windlass_testkit::{lifecycle::is_at, require_manager};
+use serde_json::json;
+use windlass_api::{
+    Blueprint, ClusterVersion, Subscription,
+    blueprint::BlueprintPhase,
+    clusterversion::CLUSTER_VERSION_NAME,
+    condition::find,
+    names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
+};
+use windlass_testkit::{
+    lifecycle::{is_at, wait_object},
+    require_manager,
+};
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, TIMEOUT, completed_at, push_releases, reach, release_account, remove_trust,
-    start_afresh, upgrade,
+    ONE_AT_A_TIME, TIMEOUT, completed_at, condition_is, push_releases, reach, release_account,
+    remove_trust, start_afresh, upgrade,
 };
 
 const NAMESPACE: &str = "platform-operators";
@@ -28,7 +40,8 @@ fn operators_release(config_map: Option<ConfigMap>) -> Option<String> {
 /// cluster moves to 4.3.1, then the update waits at level 20 naming the Subscription and the
 /// version it waits for, level 30 is applied only once the Blueprint Succeeded at 1.0.1, and
 /// rolling the release back to 4.3.0 brings the operator back to 1.0.0 from its stored
-/// revision.
+/// revision; after 4.3.2 (acme-db 1.1.0), going back to 4.3.0 waits on the Blueprint's refusal
+/// to cross the operator's minor until it is forced.
 #[tokio::test]
 async fn a_release_waits_for_its_operators_and_takes_them_back_on_rollback() {
     require_manager();
@@ -39,7 +52,11 @@ async fn a_release_waits_for_its_operators_and_takes_them_back_on_rollback() {
     let repository = windlass_testkit::registry().unique_repository("operators");
     let (tags, digests) = push_releases(
         &repository,
-        &[("4.3.0-operators", "4.3.0"), ("4.3.1-operators", "4.3.1")],
+        &[
+            ("4.3.0-operators", "4.3.0"),
+            ("4.3.1-operators", "4.3.1"),
+            ("4.3.2-operators", "4.3.2"),
+        ],
     );
     let versions = Api::<ClusterVersion>::all(admin.clone());
     start_afresh(&versions).await;
@@ -135,8 +152,69 @@ async fn a_release_waits_for_its_operators_and_takes_them_back_on_rollback() {
         Some("4.3.0")
     );
 
+    rollback_across_an_operator_minor(&versions, &blueprints, &tags["4.3.2"], &digests["4.3.0"])
+        .await;
+
     versions
         .delete(CLUSTER_VERSION_NAME, &Default::default())
         .await
         .expect("deleting the ClusterVersion");
+}
+
+/// 4.3.2 pins acme-db 1.1.0; rolling the release back to 4.3.0 (within the release's minor)
+/// asks the operator to go back across its own minor, which the Blueprint refuses unless a
+/// person forces it: the level fails naming that refusal, and once the Blueprint's `force` is
+/// set the operator goes back and the rollback completes.
+async fn rollback_across_an_operator_minor(
+    versions: &Api<ClusterVersion>,
+    blueprints: &Api<Blueprint>,
+    newer: &str,
+    older: &str,
+) {
+    upgrade(newer, true);
+    reach(versions, "4.3.2").await;
+    let blueprint = blueprints.get("acme-db").await.unwrap();
+    assert!(
+        is_at(&blueprint, BlueprintPhase::Succeeded, "1.1.0"),
+        "{:?}",
+        blueprint.status
+    );
+    upgrade(older, false);
+    let failing = wait_object(
+        versions,
+        CLUSTER_VERSION_NAME,
+        "level 20 failing on the Blueprint's refusal",
+        TIMEOUT,
+        |v| condition_is(v, types::FAILING, "True", reasons::LEVEL_FAILING),
+    )
+    .await;
+    let message = &find(&failing.status.as_ref().unwrap().conditions, types::FAILING)
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("level 20")
+            && message.contains("Subscription platform-operators/acme-db")
+            && message.contains("RollbackCrossesVersion"),
+        "the condition names the level, the Subscription and the refusal: {message}"
+    );
+    println!("the release's level says: {message}");
+    blueprints
+        .patch(
+            "acme-db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"force": true}})),
+        )
+        .await
+        .expect("forcing the Blueprint");
+    reach(versions, "4.3.0").await;
+    let blueprint = blueprints.get("acme-db").await.unwrap();
+    assert!(
+        is_at(&blueprint, BlueprintPhase::Succeeded, "1.0.0"),
+        "{:?}",
+        blueprint.status
+    );
+    assert!(
+        blueprint.status.as_ref().unwrap().history[0].forced,
+        "the forced operator rollback is recorded"
+    );
 }
