@@ -61,6 +61,8 @@ async fn a_release_waits_for_its_operators_and_takes_them_back_on_rollback() {
     let versions = Api::<ClusterVersion>::all(admin.clone());
     start_afresh(&versions).await;
     remove_trust(&admin, &namespace).await;
+    // What an earlier run left (its operator, its Blueprint's `force`) would decide for this one.
+    windlass_testkit::delete_namespace_and_wait(&admin, NAMESPACE, TIMEOUT).await;
     let blueprints = Api::<Blueprint>::namespaced(admin.clone(), NAMESPACE);
     let subscriptions = Api::<Subscription>::namespaced(admin.clone(), NAMESPACE);
     let config_maps = Api::<ConfigMap>::namespaced(admin.clone(), NAMESPACE);
@@ -217,4 +219,13 @@ async fn rollback_across_an_operator_minor(
         blueprint.status.as_ref().unwrap().history[0].forced,
         "the forced operator rollback is recorded"
     );
+    // `force` is a person's one-off: left on, it would let every later move through.
+    blueprints
+        .patch(
+            "acme-db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"force": false}})),
+        )
+        .await
+        .expect("unforcing the Blueprint");
 }
