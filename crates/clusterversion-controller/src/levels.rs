@@ -188,6 +188,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_unmanaged_overrides_leave_objects_alone() {
+        let version: ClusterVersion = serde_json::from_value(json!({
+            "apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
+            "metadata": {"name": "version"},
+            "spec": {"overrides": [
+                {"group": "apps", "kind": "Deployment", "namespace": "platform-dns",
+                    "name": "dns-operator", "unmanaged": true},
+                {"kind": "Namespace", "name": "platform-dns", "unmanaged": true},
+                {"kind": "ConfigMap", "namespace": "platform-updater", "name": "release",
+                    "unmanaged": false},
+            ]},
+        }))
+        .unwrap();
+        let left_alone = unmanaged(&version);
+        assert_eq!(left_alone.len(), 2, "{left_alone:?}");
+        assert_eq!(left_alone[0].namespace.as_deref(), Some("platform-dns"));
+        // A cluster-scoped object's override names no namespace.
+        assert_eq!(left_alone[1].namespace, None);
+        let namespace = ObjectId {
+            group: String::new(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: "platform-dns".into(),
+        };
+        assert!(namespace.overridden_by(&left_alone));
+    }
+
+    #[test]
     fn applied_objects_carry_the_payload_label_beside_their_own() {
         let with_labels = json!({"metadata": {"name": "a", "labels": {"app": "dns"}}});
         assert_eq!(
