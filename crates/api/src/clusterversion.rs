@@ -74,6 +74,27 @@ pub struct ClusterVersionSpec {
     /// The channel to ask the update service about (`stable-4.2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
+    /// Payload objects windlass leaves alone (as the CVO's `spec.overrides`): one with
+    /// `unmanaged: true` is neither applied, waited on, nor put back when it drifts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<ComponentOverride>,
+}
+
+/// One payload object, by group, kind, namespace and name, and whether windlass manages it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentOverride {
+    /// The API group (empty for the core group).
+    #[serde(default)]
+    pub group: String,
+    pub kind: String,
+    /// Empty for cluster-scoped objects.
+    #[serde(default)]
+    pub namespace: String,
+    pub name: String,
+    /// Leave the object to people: windlass stops applying it.
+    #[serde(default)]
+    pub unmanaged: bool,
 }
 
 /// Going back when an update fails.

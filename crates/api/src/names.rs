@@ -41,6 +41,13 @@ pub mod labels {
     pub const AGGREGATE_TO_MANAGER: &str = "windlass.dev/aggregate-to-manager";
     /// On the Secrets holding release payloads applied to the cluster (for rollback).
     pub const RELEASE_PAYLOAD: &str = "windlass.dev/release-payload";
+    /// On every object a release payload applies: `true`. The ClusterVersion controller
+    /// watches each kind the payload ships through this label only (metadata, server-side
+    /// filtered), so a hand edit or a deletion of a payload object wakes it at once while the
+    /// cluster's other objects of those kinds never reach it.
+    pub const RELEASE_MANAGED: &str = "windlass.dev/release-managed";
+    /// The value of [`RELEASE_MANAGED`].
+    pub const RELEASE_MANAGED_VALUE: &str = "true";
 }
 
 /// The ClusterRole through which the manager reads the custom resources of CRD `crd` (labelled

@@ -10,8 +10,12 @@
 //!   for, and for how long, is in `status.progress` and the `Progressing` condition; a level not
 //!   healthy within `spec.levelDeadlineSeconds` is `Failing`, naming the object, and is retried.
 //! - Progress lives in `status.levels`, so a restarted manager resumes at the level it was in.
-//! - Once complete, every manifest is applied again on each resync: drift is put back, and a
-//!   settled cluster gets no writes.
+//! - Once complete, the cluster is kept matching the payload: every object the payload applies
+//!   carries the label `windlass.dev/release-managed`, one metadata-only watch per kind the
+//!   payload ships wakes the reconcile when such an object is edited or deleted ([`drift`]),
+//!   and the reconcile compares each manifest with the live object before writing, so drift is
+//!   put back within moments and a settled cluster gets no writes. `spec.overrides` with
+//!   `unmanaged: true` leaves an object alone. The resync stays as a safety net.
 //! - Payload objects are applied as the release ServiceAccount (impersonated), which the cluster
 //!   admin binds to what a platform release may create; the manager itself holds no such rights.
 //!
@@ -34,6 +38,7 @@
 //!   minutes) and `status.availableUpdates` and `status.conditionalUpdates` say where the cluster
 //!   may go; `desiredUpdate.version` alone names a release through it ([`updates`]).
 
+pub mod drift;
 mod levels;
 mod payloads;
 mod preconditions;
@@ -118,6 +123,8 @@ pub struct Context {
     pub http: reqwest::Client,
     /// Update graphs by (upstream, channel, version), with when they were fetched.
     pub graphs: Mutex<HashMap<GraphKey, (std::time::Instant, Arc<Graph>)>>,
+    /// Watches the applied payload's objects and wakes the reconcile when one drifts.
+    pub drift: drift::DriftWatch,
 }
 
 impl Context {
@@ -161,6 +168,7 @@ pub async fn run(
                 account: account.clone(),
                 source,
             })?;
+    let (drift, drifted) = drift::DriftWatch::new();
     let ctx = Arc::new(Context {
         shell: Shell::new(
             client.clone(),
@@ -178,9 +186,11 @@ pub async fn run(
             .build()
             .map_err(|e| Error::Http(e.to_string()))?,
         graphs: Mutex::default(),
+        drift,
     });
     let versions = Api::<ClusterVersion>::all(client);
     let results = Controller::new(versions, watcher::Config::default())
+        .reconcile_all_on(drifted)
         .graceful_shutdown_on(shutdown)
         .run(
             |version, ctx: Arc<Context>| async move {
@@ -202,7 +212,8 @@ pub async fn run(
     Ok(())
 }
 
-/// How often a settled cluster is compared with its release.
+/// How often a settled cluster is compared with its release even when no watch said anything
+/// changed (a watch that could not be started, an event lost to a restart).
 pub const RESYNC: Duration = Duration::from_secs(300);
 /// How soon a level being waited on is looked at again.
 pub const WAIT: Duration = Duration::from_secs(2);

@@ -386,6 +386,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         .level_deadline_seconds
         .unwrap_or(DEFAULT_LEVEL_DEADLINE);
     let total = levels.len();
+    let unmanaged = levels::unmanaged(&version);
     for (index, (name, level)) in levels.iter().enumerate() {
         let record = &mut status.levels[index];
         if record.state == LevelState::Done && !completed {
@@ -408,7 +409,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         }
         let record = &mut status.levels[index];
         let waited = (now.as_second() - started.as_second()).max(0);
-        match levels::apply_level(&ctx, level, &payload_version).await {
+        match levels::apply_level(&ctx, level, &payload_version, &unmanaged).await {
             Ok(None) => {
                 if record.state != LevelState::Done {
                     record.state = LevelState::Done;
@@ -594,5 +595,8 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     );
     status.conditions = conditions;
     write(&ctx, &version, &before, &status).await?;
+    ctx.drift
+        .follow(&ctx.applier, &loaded.plan.managed_kinds(&unmanaged))
+        .await;
     Ok(Action::requeue(RESYNC))
 }

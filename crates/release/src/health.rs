@@ -1,7 +1,16 @@
 //! Whether an applied payload object is healthy: what a run level waits for before the next
-//! level starts. Judged from the live object alone, as the CVO does.
+//! level starts. Judged from the live object alone, as the CVO does; a windlass Subscription
+//! also from the Blueprint it owns ([`subscription_health`]).
 
 use serde_json::Value;
+use windlass_api::{
+    Blueprint, ConditionStatus, Subscription, SubscriptionSpec,
+    blueprint::BlueprintPhase,
+    condition::find,
+    names::conditions::{
+        blueprint as blueprint_conditions, subscription as subscription_conditions,
+    },
+};
 
 use crate::manifest::Action;
 use crate::progress::WaitReason;
@@ -151,6 +160,103 @@ pub fn health(kind: &str, action: Action, live: Option<&Value>, payload_version:
     }
 }
 
+/// The API group of windlass's own kinds: a `Subscription` of this group is a windlass
+/// Subscription (OLM's is `operators.coreos.com`).
+pub const WINDLASS_GROUP: &str = "windlass.dev";
+
+/// The exact version a Subscription is pinned to: its `spec.versionRange` when that names one
+/// version (`1.0.1`, `=1.0.1`, `v1.0.1`); `None` for a range or no range.
+pub fn pinned_version(subscription: &SubscriptionSpec) -> Option<semver::Version> {
+    let range = subscription.version_range.as_deref()?.trim();
+    let exact = range.trim_start_matches('=').trim().trim_start_matches('v');
+    semver::Version::parse(exact).ok()
+}
+
+fn same_version(a: &str, b: &semver::Version) -> bool {
+    semver::Version::parse(a.trim().trim_start_matches('v')).is_ok_and(|a| a == *b)
+}
+
+/// The health of a windlass Subscription shipped in a payload: ready once the Subscription
+/// controller has seen its spec and its Blueprint (`blueprint`, read by the name in the
+/// Subscription's status) Succeeded at the pinned version ([`pinned_version`]), with the
+/// Subscription reporting `Installed=True`. An unpinned Subscription is ready at whatever
+/// version it installed. A Blueprint that failed, rolled back or refuses to move (its
+/// `RollbackAllowed=False`) is a failure, named with its own words; a resolution that fails
+/// is waited on (the catalogs may still be loading), and the level deadline then names it.
+pub fn subscription_health(live: Option<&Value>, blueprint: Option<&Value>) -> Health {
+    let waiting = |version: Option<&semver::Version>, now: String| {
+        Health::Waiting(WaitReason::OperatorAt {
+            version: version.map(ToString::to_string),
+            now,
+        })
+    };
+    let Some(live) = live else {
+        return waiting(None, "the Subscription does not exist yet".into());
+    };
+    let subscription: Subscription = match serde_json::from_value(live.clone()) {
+        Ok(subscription) => subscription,
+        Err(e) => return Health::Failed(format!("it is not a windlass Subscription: {e}")),
+    };
+    let pin = pinned_version(&subscription.spec);
+    let pin = pin.as_ref();
+    let status = subscription.status.clone().unwrap_or_default();
+    if status.observed_generation < subscription.metadata.generation {
+        return waiting(
+            pin,
+            "the Subscription controller has not seen its latest spec".into(),
+        );
+    }
+    if let Some(failed) = find(
+        &status.conditions,
+        subscription_conditions::RESOLUTION_SUCCEEDED,
+    )
+    .filter(|c| c.status == ConditionStatus::False)
+    {
+        return waiting(pin, format!("resolution failed: {}", failed.message));
+    }
+    let installed = find(&status.conditions, subscription_conditions::INSTALLED);
+    let installed_says = installed.map(|c| c.message.clone()).unwrap_or_default();
+    let Some(blueprint) = blueprint else {
+        return waiting(pin, "it has no Blueprint yet".into());
+    };
+    let blueprint: Blueprint = match serde_json::from_value(blueprint.clone()) {
+        Ok(blueprint) => blueprint,
+        Err(e) => return Health::Failed(format!("its Blueprint cannot be read: {e}")),
+    };
+    let name = blueprint.metadata.name.clone().unwrap_or_default();
+    let progress = blueprint.status.clone().unwrap_or_default();
+    if let Some(refused) = find(&progress.conditions, blueprint_conditions::ROLLBACK_ALLOWED)
+        .filter(|c| c.status == ConditionStatus::False)
+    {
+        return Health::Failed(format!(
+            "its Blueprint {name} refuses the move ({}): {}",
+            refused.reason, refused.message
+        ));
+    }
+    let version = progress.version.clone().unwrap_or_default();
+    let at_pin = pin.is_none_or(|pin| same_version(&version, pin));
+    let seen = progress.observed_generation >= blueprint.metadata.generation;
+    match progress.phase {
+        Some(BlueprintPhase::Succeeded)
+            if at_pin && seen && installed.is_some_and(|c| c.status == ConditionStatus::True) =>
+        {
+            Health::Ready
+        }
+        Some(phase @ (BlueprintPhase::Failed | BlueprintPhase::RolledBack)) if seen => {
+            Health::Failed(format!(
+                "its Blueprint {name} is {phase:?} at {version}: {installed_says}"
+            ))
+        }
+        phase => waiting(
+            pin,
+            match phase {
+                Some(phase) => format!("Blueprint {name} is {phase:?} at {version}"),
+                None => format!("Blueprint {name} has not started"),
+            },
+        ),
+    }
+}
+
 fn rollout(rolled_out: bool, updated: i64, desired: i64) -> Health {
     if rolled_out {
         Health::Ready
@@ -225,6 +331,148 @@ mod tests {
             health("ConfigMap", Action::Apply, Some(&json!({})), "1"),
             Health::Ready
         );
+    }
+
+    fn subscription(version_range: &str, observed: i64, conditions: Value) -> Value {
+        json!({
+            "apiVersion": "windlass.dev/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": "db", "namespace": "ops", "generation": 2},
+            "spec": {"package": "acme-db", "versionRange": version_range},
+            "status": {"observedGeneration": observed, "blueprint": "db", "conditions": conditions},
+        })
+    }
+
+    fn blueprint(phase: &str, version: &str, conditions: Value) -> Value {
+        json!({
+            "apiVersion": "windlass.dev/v1alpha1", "kind": "Blueprint",
+            "metadata": {"name": "db", "namespace": "ops", "generation": 3},
+            "spec": {"package": "acme-db", "clusterServiceVersionName": format!("acme-db.v{version}")},
+            "status": {"phase": phase, "version": version, "observedGeneration": 3,
+                "conditions": conditions},
+        })
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
+        json!({"type": type_, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    }
+
+    #[test]
+    fn a_subscription_is_healthy_once_its_blueprint_succeeded_at_the_pinned_version() {
+        let installed = json!([condition(
+            "Installed",
+            "True",
+            "Succeeded",
+            "acme-db.v1.0.1 is installed"
+        )]);
+        let upgrading = json!([condition(
+            "Installed",
+            "False",
+            "Installing",
+            "installing acme-db.v1.0.1"
+        )]);
+        let unresolved = json!([condition(
+            "ResolutionSucceeded",
+            "False",
+            "ConstraintsNotSatisfiable",
+            "no version in range"
+        )]);
+        let refused = json!([condition(
+            "RollbackAllowed",
+            "False",
+            "RollbackCrossesVersion",
+            "crosses a minor version"
+        )]);
+        let ready = |h: &Health| *h == Health::Ready;
+        let waits = |part: &'static str| move |h: &Health| matches!(h, Health::Waiting(r) if r.to_string().contains(part));
+        let fails = |part: &'static str| move |h: &Health| matches!(h, Health::Failed(m) if m.contains(part));
+        type Check = Box<dyn Fn(&Health) -> bool>;
+        let table: Vec<(&str, Value, Option<Value>, Check)> = vec![
+            (
+                "at the pin",
+                subscription("1.0.1", 2, installed.clone()),
+                Some(blueprint("Succeeded", "1.0.1", json!([]))),
+                Box::new(ready),
+            ),
+            (
+                "pinned with = and v",
+                subscription("=v1.0.1", 2, installed.clone()),
+                Some(blueprint("Succeeded", "v1.0.1", json!([]))),
+                Box::new(ready),
+            ),
+            (
+                "still at the old version (a rollback not started yet)",
+                subscription("1.0.0", 2, installed.clone()),
+                Some(blueprint("Succeeded", "1.0.1", json!([]))),
+                Box::new(waits(
+                    "to run version 1.0.0 (Blueprint db is Succeeded at 1.0.1)",
+                )),
+            ),
+            (
+                "the new spec not seen yet: the old Installed=True says nothing",
+                subscription("1.0.1", 1, installed.clone()),
+                Some(blueprint("Succeeded", "1.0.1", json!([]))),
+                Box::new(waits("has not seen its latest spec")),
+            ),
+            (
+                "installing",
+                subscription("1.0.1", 2, upgrading.clone()),
+                Some(blueprint("Installing", "1.0.1", json!([]))),
+                Box::new(waits("Blueprint db is Installing at 1.0.1")),
+            ),
+            (
+                "a range is not a pin",
+                subscription(">=1.0.0", 2, installed.clone()),
+                Some(blueprint("Succeeded", "1.0.1", json!([]))),
+                Box::new(ready),
+            ),
+            (
+                "resolution failing is waited on, with its message",
+                subscription("1.0.1", 2, unresolved),
+                None,
+                Box::new(waits("resolution failed: no version in range")),
+            ),
+            (
+                "no Blueprint yet",
+                subscription("1.0.1", 2, json!([])),
+                None,
+                Box::new(waits("no Blueprint yet")),
+            ),
+            (
+                "the operator failed at the pin",
+                subscription("1.0.1", 2, upgrading.clone()),
+                Some(blueprint("Failed", "1.0.1", json!([]))),
+                Box::new(fails(
+                    "Blueprint db is Failed at 1.0.1: installing acme-db.v1.0.1",
+                )),
+            ),
+            (
+                "rolled back by the Blueprint",
+                subscription("1.0.1", 2, upgrading),
+                Some(blueprint("RolledBack", "1.0.0", json!([]))),
+                Box::new(fails("RolledBack at 1.0.0")),
+            ),
+            (
+                "the Blueprint refuses to go back",
+                subscription("1.0.0", 2, installed),
+                Some(blueprint("Succeeded", "1.1.0", refused)),
+                Box::new(fails(
+                    "refuses the move (RollbackCrossesVersion): crosses a minor",
+                )),
+            ),
+        ];
+        for (case, live, owned, check) in table {
+            let verdict = subscription_health(Some(&live), owned.as_ref());
+            assert!(check(&verdict), "{case}: {verdict:?}");
+        }
+        assert!(matches!(
+            subscription_health(None, None),
+            Health::Waiting(_)
+        ));
+        assert!(matches!(
+            subscription_health(Some(&json!({"spec": 1})), None),
+            Health::Failed(m) if m.contains("not a windlass Subscription")
+        ));
     }
 
     #[test]

@@ -129,6 +129,19 @@ pub struct ObjectId {
     pub name: String,
 }
 
+impl ObjectId {
+    /// Whether one of `overrides` (objects left unmanaged) names this object. An override of a
+    /// cluster-scoped object matches whatever namespace it names.
+    pub fn overridden_by(&self, overrides: &[ObjectId]) -> bool {
+        overrides.iter().any(|o| {
+            o.group == self.group
+                && o.kind == self.kind
+                && o.name == self.name
+                && (self.namespace.is_none() || o.namespace == self.namespace)
+        })
+    }
+}
+
 /// What to do with a manifest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -352,14 +365,7 @@ impl Manifest {
                 return Err(Exclusion::DisabledCapabilities { names: disabled });
             }
         }
-        let id = self.object.id();
-        if options.overrides.iter().any(|o| {
-            // An override of a cluster-scoped object matches whatever namespace it names.
-            o.group == id.group
-                && o.kind == id.kind
-                && o.name == id.name
-                && (id.namespace.is_none() || o.namespace == id.namespace)
-        }) {
+        if self.object.id().overridden_by(&options.overrides) {
             return Err(Exclusion::Overridden);
         }
         Ok(())

@@ -15,10 +15,14 @@
 //! name order, which is also last for every name beginning with a letter (letters sort after
 //! digits); only names sorting before `0000_` (`00-a.yaml`) would run earlier there.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{Action, Exclusion, InclusionOptions, Manifest, ObjectRef, PayloadDir};
+use crate::manifest::{
+    Action, Exclusion, InclusionOptions, Manifest, ObjectId, ObjectRef, PayloadDir,
+};
 use crate::payload::Payload;
 
 /// A manifest as the plan applies it.
@@ -120,6 +124,17 @@ impl Plan {
 
     pub fn manifest_count(&self) -> usize {
         self.all_levels().map(|l| l.manifests().count()).sum()
+    }
+
+    /// The kinds (`apiVersion`, `kind`) of the objects this plan keeps matching the payload
+    /// (applied or created when missing; not deleted ones), leaving out the objects `overrides`
+    /// names: what drift is watched on.
+    pub fn managed_kinds(&self, overrides: &[ObjectId]) -> BTreeSet<(String, String)> {
+        self.all_levels()
+            .flat_map(RunLevel::manifests)
+            .filter(|m| m.action != Action::Delete && !m.object.id().overridden_by(overrides))
+            .map(|m| (m.object.api_version.clone(), m.object.kind.clone()))
+            .collect()
     }
 
     /// The release levels that cannot be undone once started.

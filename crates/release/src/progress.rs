@@ -139,6 +139,12 @@ pub enum WaitReason {
     AtVersion { version: String },
     /// A Subscription's operator reaching Succeeded.
     Succeeded,
+    /// A windlass Subscription's Blueprint reaching Succeeded at the version it is pinned to
+    /// (any version when it is not pinned); `now` says where it stands.
+    OperatorAt {
+        version: Option<String>,
+        now: String,
+    },
     /// A deleted object going away.
     Deleted,
 }
@@ -154,6 +160,10 @@ impl fmt::Display for WaitReason {
             WaitReason::Available => f.write_str("to be Available"),
             WaitReason::AtVersion { version } => write!(f, "to report version {version}"),
             WaitReason::Succeeded => f.write_str("to reach Succeeded"),
+            WaitReason::OperatorAt { version, now } => match version {
+                Some(version) => write!(f, "to run version {version} ({now})"),
+                None => write!(f, "to be installed ({now})"),
+            },
             WaitReason::Deleted => f.write_str("to be deleted"),
         }
     }

@@ -154,6 +154,38 @@ fn capabilities_and_profiles_choose_manifests() {
 }
 
 #[test]
+fn drift_is_watched_on_the_kinds_a_plan_keeps_and_not_on_overridden_objects() {
+    let plan = sample("4.1.0").plan(&InclusionOptions::default());
+    let kinds = plan.managed_kinds(&[]);
+    let has = |kinds: &std::collections::BTreeSet<(String, String)>, api: &str, kind: &str| {
+        kinds.contains(&(api.to_string(), kind.to_string()))
+    };
+    for (api, kind) in [
+        ("v1", "Namespace"),
+        ("v1", "ConfigMap"),
+        ("apps/v1", "Deployment"),
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        // Create-only: recreated when deleted, so its deletion is watched too.
+        ("platform.windlass.dev/v1", "PlatformConfig"),
+    ] {
+        assert!(has(&kinds, api, kind), "{api} {kind} in {kinds:?}");
+    }
+    // The only ConfigMap of the payload, left unmanaged: its kind needs no watch.
+    let release = windlass_release::ObjectId {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+        namespace: Some("platform-updater".into()),
+        name: "release".into(),
+    };
+    let without = plan.managed_kinds(std::slice::from_ref(&release));
+    assert!(!has(&without, "v1", "ConfigMap"), "{without:?}");
+    assert_eq!(without.len(), kinds.len() - 1);
+    let mut other = release.clone();
+    other.namespace = Some("elsewhere".into());
+    assert_eq!(plan.managed_kinds(&[other]), kinds);
+}
+
+#[test]
 fn the_sample_releases_form_the_documented_graph() {
     let published: Vec<PublishedPayload> = [
         "4.1.0",

@@ -12,8 +12,10 @@ mod common;
 
 mod blueprint_lifecycle;
 mod catalog_sources;
+mod cluster_version_drift;
 mod cluster_version_graph;
 mod cluster_version_kills;
+mod cluster_version_operators;
 mod cluster_version_preconditions;
 mod cluster_version_rollbacks;
 mod cluster_versions;
