@@ -426,7 +426,7 @@ fn settled_phase(input: &Input<'_>, record: &RevisionRecord) -> BlueprintPhase {
     }
 }
 
-/// Decision 15: undoing an upgrade that never Succeeded is allowed across any distance; the
+/// Undoing an upgrade that never Succeeded is allowed across any distance; the
 /// rule still insists the target ran here before. Same version: only settings are restored.
 fn automatic_rule(
     input: &Input<'_>,
