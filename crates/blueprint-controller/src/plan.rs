@@ -19,6 +19,7 @@
 
 mod history;
 mod intent;
+mod outcome;
 mod progress;
 mod report;
 
@@ -217,37 +218,58 @@ pub struct ApplyPlan {
 /// Subscription's apply never removes them).
 pub use windlass_api::BlueprintBookkeeping as Bookkeeping;
 
-/// Decides the next step. See the module documentation for the rules.
+/// Decides the next step (see the module documentation for the rules), then renders the
+/// status that describes it.
 pub fn decide(input: &Input<'_>) -> Decision {
-    let mut draft = report::Draft::new(input);
+    report::render(input, plan(input))
+}
+
+/// What to do next, from the input alone.
+fn plan(input: &Input<'_>) -> outcome::Outcome {
     if let Some(newest) = history::unlanded(input) {
-        return history::redo_bookkeeping(input, draft, &newest);
+        return history::redo_bookkeeping(input, &newest);
     }
+    let mut changes = outcome::Changes::default();
     let current = history::current(input);
     match intent::resolve(input, current.as_ref()) {
-        intent::Intent::Waiting(refusal) => return draft.waiting_for_target(refusal),
+        intent::Intent::Waiting(refusal) => return progress::waiting_for_target(changes, refusal),
         intent::Intent::Start(start) => match progress::admit(input, &start) {
-            progress::Admission::Go => return progress::begin(input, draft, start, None),
-            progress::Admission::Check(need) => return draft.check(need),
+            progress::Admission::Go => return progress::begin(input, changes, start, None),
+            progress::Admission::Check(need) => return outcome::Outcome::Check(need),
             // A refused rollback keeps what runs.
-            progress::Admission::Refused(refusal) => draft.refuse_rollback(refusal),
+            progress::Admission::Refused(refusal) => {
+                progress::refuse_rollback(&mut changes, refusal);
+            }
         },
-        intent::Intent::Refuse(refusal) => draft.refuse_rollback(refusal),
+        intent::Intent::Refuse(refusal) => progress::refuse_rollback(&mut changes, refusal),
         intent::Intent::Continue { held } => {
-            draft.clear_settled_refusal();
+            progress::clear_settled_refusal(input, &mut changes);
             if !held {
                 // The spec moved on from the target that was held back.
-                draft.status.held_back = None;
+                changes.held_back = outcome::HeldBackChange::Clear;
             }
         }
     }
     match current {
-        Some(current) => progress::execute(input, draft, current),
+        Some(current) => progress::execute(input, changes, current),
         // Continue and Refuse only come with a current revision.
-        None => draft.waiting_for_target(Refusal {
-            reason: "NoRevision",
-            message: "no revision recorded yet".into(),
-        }),
+        None => progress::waiting_for_target(
+            changes,
+            Refusal {
+                reason: "NoRevision",
+                message: "no revision recorded yet".into(),
+            },
+        ),
+    }
+}
+
+impl Input<'_> {
+    /// The newest stored revision of `csv_name` numbered below `before`.
+    fn newest_stored(&self, csv_name: &str, before: i64) -> Option<&StoredRevision> {
+        self.stored
+            .iter()
+            .filter(|s| s.csv_name == csv_name && s.revision < before)
+            .max_by_key(|s| s.revision)
     }
 }
 

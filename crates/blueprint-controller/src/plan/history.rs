@@ -1,9 +1,12 @@
 //! Reading the revision history: the current revision, what ran before it, what a rollback
-//! can return to, which CSV hands over to which, and what may be pruned.
+//! can return to, and which CSV hands over to which.
 
 use windlass_api::blueprint::{RevisionOutcome, RevisionRecord};
 
-use super::{Action, Bookkeeping, Decision, Input, ObservedCsv, StoredRevision, report::Draft};
+use super::{
+    Bookkeeping, Input, ObservedCsv,
+    outcome::{Changes, HeldBackChange, Outcome, StatusUpdate},
+};
 
 /// The record of the revision `spec.revision` names.
 pub(super) fn current(input: &Input<'_>) -> Option<RevisionRecord> {
@@ -41,24 +44,26 @@ pub(super) fn unlanded(input: &Input<'_>) -> Option<RevisionRecord> {
 }
 
 /// Redoes the bookkeeping of a recorded revision.
-pub(super) fn redo_bookkeeping(
-    input: &Input<'_>,
-    mut draft: Draft<'_>,
-    newest: &RevisionRecord,
-) -> Decision {
+pub(super) fn redo_bookkeeping(input: &Input<'_>, newest: &RevisionRecord) -> Outcome {
     let bookkeeping = bookkeeping_for(input, &input.status.history, newest);
+    let mut changes = Changes::default();
     // The held-back generation must be the one this patch produces, or the patch itself would
     // look like someone changing the Blueprint and retry the failed target.
     if newest.restored_from.is_some()
-        && let Some(held) = draft.status.held_back.as_mut()
+        && let Some(held) = &input.status.held_back
     {
+        let mut held = held.clone();
         held.generation = input.generation + 1;
+        changes.held_back = HeldBackChange::Hold(held);
     }
-    draft.finish(
-        Action::Record,
-        Some(bookkeeping),
-        std::time::Duration::from_secs(1),
-    )
+    // Phase and plan stay as they were: nothing new was decided about the revision itself.
+    Outcome::Write(Box::new(StatusUpdate {
+        apply: None,
+        standing: None,
+        changes,
+        bookkeeping: Some(bookkeeping),
+        requeue: std::time::Duration::from_secs(1),
+    }))
 }
 
 /// The bookkeeping that starts `record`: its number, approval reset, and the version that
@@ -135,7 +140,7 @@ pub(super) fn last_completed(input: &Input<'_>, before: i64) -> Option<Candidate
         });
     recorded.or_else(|| {
         let old = input.spec.old_cluster_service_version_name.as_deref()?;
-        newest_stored(input.stored, old, before).map(|s| Candidate {
+        input.newest_stored(old, before).map(|s| Candidate {
             revision: s.revision,
             csv_name: s.csv_name.clone(),
             version: s.version.clone(),
@@ -157,7 +162,7 @@ pub(super) fn completed_with_csv(input: &Input<'_>, csv_name: &str) -> Option<Ca
             digest: r.digest.clone(),
         }),
         None if input.spec.old_cluster_service_version_name.as_deref() == Some(csv_name) => {
-            newest_stored(input.stored, csv_name, i64::MAX).map(|s| Candidate {
+            input.newest_stored(csv_name, i64::MAX).map(|s| Candidate {
                 revision: s.revision,
                 csv_name: s.csv_name.clone(),
                 version: s.version.clone(),
@@ -166,17 +171,6 @@ pub(super) fn completed_with_csv(input: &Input<'_>, csv_name: &str) -> Option<Ca
         }
         None => None,
     }
-}
-
-fn newest_stored<'s>(
-    stored: &'s [StoredRevision],
-    csv_name: &str,
-    before: i64,
-) -> Option<&'s StoredRevision> {
-    stored
-        .iter()
-        .filter(|s| s.csv_name == csv_name && s.revision < before)
-        .max_by_key(|s| s.revision)
 }
 
 pub(super) fn is_stored(input: &Input<'_>, revision: i64) -> bool {
@@ -220,35 +214,4 @@ pub(super) fn handover(csvs: &[ObservedCsv], csv_name: &str) -> Handover {
             .collect(),
         delete: others.iter().skip(1).map(|c| c.name.clone()).collect(),
     }
-}
-
-/// Revision Secrets beyond the history limit, never the current one, the one
-/// `spec.oldClusterServiceVersionName` names, or the one an automatic rollback would restore.
-pub(super) fn prunable(input: &Input<'_>, history: &[RevisionRecord], limit: i64) -> Vec<i64> {
-    let current = input
-        .spec
-        .revision
-        .max(history.first().map_or(0, |r| r.revision));
-    let mut protected = vec![current];
-    if let Some(old) = input.spec.old_cluster_service_version_name.as_deref()
-        && let Some(s) = newest_stored(input.stored, old, i64::MAX)
-    {
-        protected.push(s.revision);
-    }
-    // A rollback in progress may not have copied its source's content yet.
-    if let Some(source) = history
-        .iter()
-        .find(|r| r.revision == current)
-        .and_then(|r| r.restored_from)
-    {
-        protected.push(source);
-    }
-    if let Some(candidate) = history
-        .iter()
-        .find(|r| r.revision < current && r.outcome == RevisionOutcome::Completed)
-    {
-        protected.push(candidate.revision);
-    }
-    let stored: Vec<i64> = input.stored.iter().map(|s| s.revision).collect();
-    crate::revision::prune(&stored, limit, &protected)
 }

@@ -172,7 +172,7 @@ fn manual_rollback(
         .iter()
         .filter_map(|v| parse(v))
         .collect();
-    // Decision 15: leaving a version that never Succeeded is undoing an upgrade, always
+    // Leaving a version that never Succeeded is undoing an upgrade, always
     // allowed; leaving one that did is a person's choice the version rules apply to.
     let reason = if current.outcome == RevisionOutcome::Completed {
         RollbackReason::Manual

@@ -4,19 +4,23 @@
 use std::time::Duration;
 use windlass_api::names::{conditions, reasons};
 
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::{SignedDuration, Timestamp},
+};
 use windlass_api::{
     CsvPhase,
     blueprint::{BlueprintPhase, HeldBack, RevisionOutcome, RevisionRecord},
+    condition::ConditionStatus,
     config::{Approval, DEFAULT_PROGRESS_DEADLINE_SECONDS},
 };
 use windlass_resolver::rollback::{RollbackReason, RollbackRequest, check_rollback};
 
 use super::{
-    Action, ApplyPlan, ContentRequest, CrdPolicy, Decision, Input, Need, ObservedCsv, Refusal,
-    Source, Validation, history,
+    ApplyPlan, ContentRequest, CrdPolicy, Input, Need, ObservedCsv, Refusal, Source, Validation,
+    history,
     intent::{self, Start, StartKind},
-    report::{Draft, Stage},
+    outcome::{Changes, HeldBackChange, Outcome, Stage, Standing, StatusUpdate},
 };
 use windlass_bundle::crd::safety as crd_safety;
 
@@ -59,26 +63,52 @@ pub(super) fn admit(input: &Input<'_>, start: &Start) -> Admission {
     }
 }
 
+/// Nothing to install: the Blueprint waits, saying why.
+pub(super) fn waiting_for_target(mut changes: Changes, refusal: Refusal) -> Outcome {
+    changes.set_condition(
+        conditions::blueprint::READY,
+        false,
+        refusal.reason,
+        refusal.message,
+    );
+    let standing = Standing::new(BlueprintPhase::Pending, None, Stage::NoRevision);
+    changes.show(standing, None, WAITING)
+}
+
+/// Once the spec no longer asks for a refused rollback, the refusal is history.
+pub(super) fn clear_settled_refusal(input: &Input<'_>, changes: &mut Changes) {
+    let refused = input.status.conditions.iter().any(|c| {
+        c.type_ == conditions::blueprint::ROLLBACK_ALLOWED && c.status == ConditionStatus::False
+    });
+    if refused {
+        changes.remove_condition(conditions::blueprint::ROLLBACK_ALLOWED);
+    }
+}
+
 /// Records a new revision (admitted): the status first, then the bookkeeping patch.
-pub(super) fn begin<'a>(
-    input: &'a Input<'a>,
-    mut draft: Draft<'a>,
+pub(super) fn begin(
+    input: &Input<'_>,
+    mut changes: Changes,
     start: Start,
     held: Option<HeldBack>,
-) -> Decision {
+) -> Outcome {
     let restored_from = match start.kind {
         StartKind::Restore { from, .. } => Some(from),
         StartKind::Catalog => None,
     };
     let revision = history::next_revision(input);
-    let now = draft.now();
-    if let Some(mut previous) = draft.status.history.first().cloned()
+    let now = Time(input.now);
+    let newest = changes
+        .apply_to_history(&input.status.history)
+        .into_iter()
+        .next();
+    if let Some(mut previous) = newest
         && previous.outcome == RevisionOutcome::InProgress
     {
         previous.outcome = RevisionOutcome::Superseded;
-        previous.completion_time = Some(now.clone());
+        previous.completion_time = Some(now);
         previous.reason = format!("superseded by revision {revision}: {}", start.reason);
-        draft.update_record(&previous);
+        changes.update_record(previous);
     }
     let record = RevisionRecord {
         revision,
@@ -93,8 +123,11 @@ pub(super) fn begin<'a>(
         restored_from,
         verified_by: Vec::new(),
     };
-    draft.push_record(record.clone());
-    draft.status.held_back = held;
+    changes.record_new(record.clone());
+    changes.held_back = match held {
+        Some(held) => HeldBackChange::Hold(held),
+        None => HeldBackChange::Clear,
+    };
     let phase = match start.kind {
         StartKind::Restore { automatic, .. } => {
             let reason = match (start.forced, automatic) {
@@ -102,17 +135,17 @@ pub(super) fn begin<'a>(
                 (false, true) => "AutomaticRollback",
                 (false, false) => "Allowed",
             };
-            draft.set_condition(
+            changes.set_condition(
                 conditions::blueprint::ROLLBACK_ALLOWED,
                 true,
                 reason,
-                &start.reason,
+                start.reason.clone(),
             );
             BlueprintPhase::RollingBack
         }
         StartKind::Catalog => {
-            draft.remove_condition(conditions::blueprint::ROLLBACK_ALLOWED);
-            draft.remove_condition(conditions::blueprint::CRDS_KEPT);
+            changes.remove_condition(conditions::blueprint::ROLLBACK_ALLOWED);
+            changes.remove_condition(conditions::blueprint::CRDS_KEPT);
             BlueprintPhase::Pending
         }
     };
@@ -120,34 +153,32 @@ pub(super) fn begin<'a>(
         StartKind::Restore { .. } => start.version.clone(),
         StartKind::Catalog => shown_version(input, &record),
     };
-    draft.stage(phase, Some(&shown), Stage::Recorded);
-    let bookkeeping = history::bookkeeping_for(input, &draft.status.history, &record);
-    draft.finish(Action::Record, Some(bookkeeping), SOON)
+    let history = changes.apply_to_history(&input.status.history);
+    let bookkeeping = history::bookkeeping_for(input, &history, &record);
+    Outcome::Write(Box::new(StatusUpdate {
+        apply: None,
+        standing: Some(Standing::new(phase, Some(&shown), Stage::Recorded)),
+        changes,
+        bookkeeping: Some(bookkeeping),
+        requeue: SOON,
+    }))
 }
 
 /// Carries the current revision one step further.
-pub(super) fn execute<'a>(
-    input: &'a Input<'a>,
-    draft: Draft<'a>,
-    current: RevisionRecord,
-) -> Decision {
+pub(super) fn execute(input: &Input<'_>, changes: Changes, current: RevisionRecord) -> Outcome {
     match current.outcome {
-        RevisionOutcome::InProgress => in_progress(input, draft, current),
-        RevisionOutcome::Completed => completed(input, draft, current),
-        RevisionOutcome::Failed => failed(input, draft, current),
+        RevisionOutcome::InProgress => in_progress(input, changes, current),
+        RevisionOutcome::Completed => completed(input, changes, current),
+        RevisionOutcome::Failed => failed(input, changes, current),
         // Only a hand-edited spec.revision points at one of these; nothing runs for it.
         RevisionOutcome::RolledBack | RevisionOutcome::Superseded => {
             let why = current.reason.clone();
-            stay_failed(input, draft, &current, &why, None)
+            stay_failed(input, changes, &current, &why, None)
         }
     }
 }
 
-fn in_progress<'a>(
-    input: &'a Input<'a>,
-    mut draft: Draft<'a>,
-    current: RevisionRecord,
-) -> Decision {
+fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord) -> Outcome {
     let restoring = current.restored_from.is_some();
     let version_text = current.version.clone();
     let version = Some(version_text.as_str());
@@ -157,87 +188,79 @@ fn in_progress<'a>(
     // A rollback goes back to something that ran here: it waits for nothing.
     if current.started_time.is_none() && !restoring {
         if let Some(why) = waiting_for_dependencies(input) {
-            draft.stage(BlueprintPhase::Pending, waiting, Stage::Dependencies(why));
-            return draft.finish(Action::Record, None, WAITING);
+            let standing =
+                Standing::new(BlueprintPhase::Pending, waiting, Stage::Dependencies(why));
+            return changes.show(standing, None, WAITING);
         }
         if needs_approval(input, &current) {
-            draft.stage(BlueprintPhase::RequiresApproval, waiting, Stage::Approval);
-            return draft.finish(Action::Record, None, APPROVAL);
+            let standing =
+                Standing::new(BlueprintPhase::RequiresApproval, waiting, Stage::Approval);
+            return changes.show(standing, None, APPROVAL);
         }
     }
     let Some(validation) = &input.facts.validation else {
-        return draft.check(Need::Validate(content_request(input, &current)));
+        return Outcome::Check(Need::Validate(content_request(input, &current)));
     };
     let started = current.started_time.is_some();
     match validation {
         Validation::Invalid(message) => {
             let why = format!("the bundle cannot be installed: {message}");
-            return fail(input, draft, current, &why);
+            return fail(input, changes, current, &why);
         }
         Validation::Unavailable(message) if !started => {
             let message = format!("bundle content unavailable: {message}");
-            draft.stage(BlueprintPhase::Pending, waiting, Stage::Content(message));
-            return draft.finish(Action::Record, None, RETRY);
+            let standing = Standing::new(BlueprintPhase::Pending, waiting, Stage::Content(message));
+            return changes.show(standing, None, RETRY);
         }
         Validation::UnsafeCrds(violations) if !started => {
-            let summary = unsafe_crds(&mut draft, violations);
-            draft.stage(BlueprintPhase::Pending, waiting, Stage::Blocked(summary));
-            return draft.finish(Action::Record, None, RETRY);
+            let summary = unsafe_crds(&mut changes, violations);
+            let standing = Standing::new(BlueprintPhase::Pending, waiting, Stage::Blocked(summary));
+            return changes.show(standing, None, RETRY);
         }
         // Never failed (a failure could roll back): held until an admin looks.
         Validation::Untrusted(refusal) if !started => {
-            untrusted(&mut draft, refusal);
-            draft.stage(
-                BlueprintPhase::Pending,
-                waiting,
-                Stage::Blocked(refusal.message.clone()),
-            );
-            return draft.finish(Action::Record, None, RETRY);
+            untrusted(&mut changes, refusal);
+            let stage = Stage::Blocked(refusal.message.clone());
+            let standing = Standing::new(BlueprintPhase::Pending, waiting, stage);
+            return changes.show(standing, None, RETRY);
         }
         Validation::Refused(refusal) if !started => {
-            not_permitted(&mut draft, refusal);
-            draft.stage(
-                BlueprintPhase::Pending,
-                waiting,
-                Stage::Blocked(refusal.message.clone()),
-            );
-            return draft.finish(Action::Record, None, RETRY);
+            not_permitted(&mut changes, refusal);
+            let stage = Stage::Blocked(refusal.message.clone());
+            let standing = Standing::new(BlueprintPhase::Pending, waiting, stage);
+            return changes.show(standing, None, RETRY);
         }
         _ => {}
     }
-    let (apply, crds) = validated(&mut draft, validation, restoring);
+    let (apply, crds) = validated(&mut changes, validation, restoring);
     let mut record = current;
     if record.started_time.is_none() {
-        record.started_time = Some(draft.now());
+        record.started_time = Some(Time(input.now));
         if let Validation::Ready { verified_by, .. } = validation {
             record.verified_by = verified_by.clone();
         }
-        draft.update_record(&record);
+        changes.update_record(record.clone());
     }
-    let action = if apply {
-        Action::Apply(apply_plan(input, &record))
-    } else {
-        Action::Record
-    };
+    let apply = apply.then(|| apply_plan(input, &record));
     match judge(input, &record) {
         Verdict::Succeeded(csv) => {
-            complete(&mut draft, &record);
+            complete(input, &mut changes, &record);
             let phase = settled_phase(input, &record);
-            draft.stage(phase, version, Stage::Done { crds, csv });
-            draft.finish(action, None, STEADY)
+            let standing = Standing::new(phase, version, Stage::Done { crds, csv });
+            changes.show(standing, apply, STEADY)
         }
-        Verdict::Failed(why) => fail(input, draft, record, &why),
+        Verdict::Failed(why) => fail(input, changes, record, &why),
         Verdict::Running { message, deadline } => {
             // The install ServiceAccount may not create what the CSV needs: the API server's
             // refusal, as the CSV reports it, names what it lacks.
             if let Some(csv) = reporting_csv(input, &record)
                 .filter(|c| c.reason == reasons::csv::INSTALL_FORBIDDEN)
             {
-                draft.set_condition(
+                changes.set_condition(
                     conditions::blueprint::INSTALL_PERMITTED,
                     false,
                     reasons::policy::INSTALL_FORBIDDEN,
-                    &csv.message,
+                    csv.message.clone(),
                 );
             }
             let phase = if restoring {
@@ -245,34 +268,30 @@ fn in_progress<'a>(
             } else {
                 BlueprintPhase::Installing
             };
-            draft.stage(phase, version, Stage::Applying { crds, csv: message });
+            let standing = Standing::new(phase, version, Stage::Applying { crds, csv: message });
             let requeue = until(deadline, input.now).min(PROGRESS);
-            draft.finish(action, None, requeue)
+            changes.show(standing, apply, requeue)
         }
     }
 }
 
 /// A settled revision is re-applied now and then, which repairs drift.
-fn completed<'a>(input: &'a Input<'a>, mut draft: Draft<'a>, current: RevisionRecord) -> Decision {
+fn completed(input: &Input<'_>, mut changes: Changes, current: RevisionRecord) -> Outcome {
     let Some(validation) = &input.facts.validation else {
-        return draft.check(Need::Validate(content_request(input, &current)));
+        return Outcome::Check(Need::Validate(content_request(input, &current)));
     };
     let restoring = current.restored_from.is_some();
-    let (apply, crds) = validated(&mut draft, validation, restoring);
+    let (apply, crds) = validated(&mut changes, validation, restoring);
     let phase = settled_phase(input, &current);
     let csv = describe_csv(input, &current);
-    draft.stage(phase, Some(&current.version), Stage::Done { crds, csv });
-    let action = if apply {
-        Action::Apply(apply_plan(input, &current))
-    } else {
-        Action::Record
-    };
-    draft.finish(action, None, STEADY)
+    let standing = Standing::new(phase, Some(&current.version), Stage::Done { crds, csv });
+    let apply = apply.then(|| apply_plan(input, &current));
+    changes.show(standing, apply, STEADY)
 }
 
 /// A revision that failed earlier: it recovers if its CSV Succeeded after all, otherwise the
 /// rollback rules are looked at again (a person may have turned automatic rollback on).
-fn failed<'a>(input: &'a Input<'a>, mut draft: Draft<'a>, current: RevisionRecord) -> Decision {
+fn failed(input: &Input<'_>, mut changes: Changes, current: RevisionRecord) -> Outcome {
     if current.started_time.is_some()
         && reporting_csv(input, &current).and_then(|c| c.phase) == Some(CsvPhase::Succeeded)
     {
@@ -281,9 +300,9 @@ fn failed<'a>(input: &'a Input<'a>, mut draft: Draft<'a>, current: RevisionRecor
             "{}; recovered: {} Succeeded after all",
             record.reason, record.cluster_service_version_name
         );
-        complete(&mut draft, &record);
+        complete(input, &mut changes, &record);
         let csv = describe_csv(input, &record);
-        draft.stage(
+        let standing = Standing::new(
             settled_phase(input, &record),
             Some(&record.version),
             Stage::Done {
@@ -291,45 +310,40 @@ fn failed<'a>(input: &'a Input<'a>, mut draft: Draft<'a>, current: RevisionRecor
                 csv,
             },
         );
-        return draft.finish(Action::Record, None, SOON);
+        return changes.show(standing, None, SOON);
     }
     let why = current.reason.clone();
-    after_failure(input, draft, current, &why)
+    after_failure(input, changes, current, &why)
 }
 
-fn fail<'a>(
-    input: &'a Input<'a>,
-    mut draft: Draft<'a>,
-    mut record: RevisionRecord,
-    why: &str,
-) -> Decision {
+fn fail(input: &Input<'_>, mut changes: Changes, mut record: RevisionRecord, why: &str) -> Outcome {
     record.outcome = RevisionOutcome::Failed;
-    record.completion_time = Some(draft.now());
+    record.completion_time = Some(Time(input.now));
     record.reason = format!("{}: {why}", record.reason);
-    draft.update_record(&record);
-    after_failure(input, draft, record, why)
+    changes.update_record(record.clone());
+    after_failure(input, changes, record, why)
 }
 
 /// Rolls back to the last revision that Completed when the rules allow it; a rollback that
 /// fails itself is never rolled back again.
-fn after_failure<'a>(
-    input: &'a Input<'a>,
-    draft: Draft<'a>,
+fn after_failure(
+    input: &Input<'_>,
+    changes: Changes,
     failed: RevisionRecord,
     why: &str,
-) -> Decision {
+) -> Outcome {
     if !input.spec.automatic_rollback.unwrap_or(true) || failed.restored_from.is_some() {
-        return stay_failed(input, draft, &failed, why, None);
+        return stay_failed(input, changes, &failed, why, None);
     }
     let Some(candidate) = history::last_completed(input, failed.revision) else {
-        return stay_failed(input, draft, &failed, why, None);
+        return stay_failed(input, changes, &failed, why, None);
     };
     if !history::is_stored(input, candidate.revision) {
         let refusal = intent::content_missing(input, &candidate);
-        return stay_failed(input, draft, &failed, why, Some(refusal));
+        return stay_failed(input, changes, &failed, why, Some(refusal));
     }
     if let Err(refusal) = automatic_rule(input, &failed, &candidate) {
-        return stay_failed(input, draft, &failed, why, Some(refusal));
+        return stay_failed(input, changes, &failed, why, Some(refusal));
     }
     let start = Start {
         csv_name: candidate.csv_name.clone(),
@@ -350,21 +364,21 @@ fn after_failure<'a>(
         generation: input.generation + 1,
     };
     match admit(input, &start) {
-        Admission::Go => begin(input, draft, start, Some(held)),
-        Admission::Check(need) => draft.check(need),
-        Admission::Refused(refusal) => stay_failed(input, draft, &failed, why, Some(refusal)),
+        Admission::Go => begin(input, changes, start, Some(held)),
+        Admission::Check(need) => Outcome::Check(need),
+        Admission::Refused(refusal) => stay_failed(input, changes, &failed, why, Some(refusal)),
     }
 }
 
 fn stay_failed(
     input: &Input<'_>,
-    mut draft: Draft<'_>,
+    mut changes: Changes,
     failed: &RevisionRecord,
     why: &str,
     refusal: Option<Refusal>,
-) -> Decision {
+) -> Outcome {
     if let Some(refusal) = refusal {
-        draft.refuse_rollback(refusal);
+        refuse_rollback(&mut changes, refusal);
     }
     let started = failed.started_time.is_some();
     let stage = Stage::Failed {
@@ -376,8 +390,18 @@ fn stay_failed(
     } else {
         shown_version(input, failed)
     };
-    draft.stage(BlueprintPhase::Failed, Some(&version), stage);
-    draft.finish(Action::Record, None, STEADY)
+    let standing = Standing::new(BlueprintPhase::Failed, Some(&version), stage);
+    changes.show(standing, None, STEADY)
+}
+
+/// A rollback the rules refuse: say why, keep what runs.
+pub(super) fn refuse_rollback(changes: &mut Changes, refusal: Refusal) {
+    changes.set_condition(
+        conditions::blueprint::ROLLBACK_ALLOWED,
+        false,
+        refusal.reason,
+        refusal.message,
+    );
 }
 
 /// The version a revision that has not applied anything yet shows: the one that runs (the
@@ -402,7 +426,7 @@ fn settled_phase(input: &Input<'_>, record: &RevisionRecord) -> BlueprintPhase {
     }
 }
 
-/// Decision 15: undoing an upgrade that never Succeeded is allowed across any distance; the
+/// Undoing an upgrade that never Succeeded is allowed across any distance; the
 /// rule still insists the target ran here before. Same version: only settings are restored.
 fn automatic_rule(
     input: &Input<'_>,
@@ -436,29 +460,27 @@ fn automatic_rule(
     })
 }
 
-fn complete(draft: &mut Draft<'_>, record: &RevisionRecord) {
+fn complete(input: &Input<'_>, changes: &mut Changes, record: &RevisionRecord) {
     let mut done = record.clone();
     done.outcome = RevisionOutcome::Completed;
-    done.completion_time = Some(draft.now());
-    draft.update_record(&done);
+    done.completion_time = Some(Time(input.now));
+    changes.update_record(done.clone());
     if done.restored_from.is_none() {
         return;
     }
     // The revision this rollback undid is the one just before it.
-    let undone = draft
-        .status
-        .history
-        .iter()
+    let undone = changes
+        .apply_to_history(&input.status.history)
+        .into_iter()
         .find(|r| r.revision < done.revision)
-        .filter(|r| r.outcome == RevisionOutcome::Failed)
-        .cloned();
+        .filter(|r| r.outcome == RevisionOutcome::Failed);
     if let Some(mut undone) = undone {
         undone.outcome = RevisionOutcome::RolledBack;
         undone.reason = format!(
             "{}; rolled back to {} by revision {}",
             undone.reason, done.version, done.revision
         );
-        draft.update_record(&undone);
+        changes.update_record(undone);
     }
 }
 

@@ -1,230 +1,174 @@
-//! Turning a decision into status: phase, plan steps, conditions, the history limit, and the
-//! Events a person would want to see (derived from what changed, so a reconcile that changes
-//! nothing says nothing).
+//! Turning a decision into status, once: phase, plan steps, conditions, the history limit and
+//! pruning, and the Events a person would want to see (derived from what changed, so a
+//! reconcile that changes nothing says nothing).
 
 use std::time::Duration;
 use windlass_api::names::{conditions, steps};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use windlass_api::{
     BlueprintStatus, CsvPhase,
-    blueprint::{BlueprintPhase, PlanStep, RevisionOutcome, RevisionRecord},
+    blueprint::{BlueprintPhase, PlanStep, RevisionOutcome},
     condition::{Condition, ConditionStatus, set_condition},
     config::DEFAULT_HISTORY_LIMIT,
 };
 
-use super::{Action, Bookkeeping, Decision, Input, Need, Refusal, history};
+use super::{
+    Action, Decision, Input,
+    outcome::{ConditionChange, HeldBackChange, Outcome, Stage, StatusUpdate},
+};
+
+mod retention;
 
 pub use windlass_kit::Notice;
 
-/// Where the current revision stands, for the plan steps.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum Stage {
-    NoRevision,
-    /// Just recorded; nothing looked at yet.
-    Recorded,
-    Dependencies(String),
-    Approval,
-    /// The content cannot be read yet.
-    Content(String),
-    /// The CRD safety check refused.
-    Blocked(String),
-    Applying {
-        crds: String,
-        csv: String,
-    },
-    Done {
-        crds: String,
-        csv: String,
-    },
-    /// Before anything was applied (`started` false) or after.
-    Failed {
-        started: bool,
-        message: String,
-    },
-}
-
-/// The status being built for one decision.
-pub(super) struct Draft<'a> {
-    input: &'a Input<'a>,
-    pub status: BlueprintStatus,
-    /// For the Ready condition while not ready.
-    summary: String,
-}
-
-impl<'a> Draft<'a> {
-    pub fn new(input: &'a Input<'a>) -> Draft<'a> {
-        Draft {
-            input,
-            status: input.status.clone(),
-            summary: String::new(),
-        }
-    }
-
-    pub fn set_condition(&mut self, type_: &str, ok: bool, reason: &str, message: &str) {
-        let status = if ok {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        };
-        set_condition(
-            &mut self.status.conditions,
-            Condition::new(type_, status, reason, message).observed(Some(self.input.generation)),
-            self.input.now,
-        );
-    }
-
-    pub fn remove_condition(&mut self, type_: &str) {
-        self.status.conditions.retain(|c| c.type_ != type_);
-    }
-
-    pub fn stage(&mut self, phase: BlueprintPhase, version: Option<&str>, stage: Stage) {
-        self.status.phase = Some(phase);
-        self.status.version = version.map(str::to_string);
-        self.summary = summary(&stage);
-        self.status.plan = steps(self.input, &stage);
-    }
-
-    /// Replaces the record of the same revision.
-    pub fn update_record(&mut self, record: &RevisionRecord) {
-        if let Some(r) = self
-            .status
-            .history
-            .iter_mut()
-            .find(|r| r.revision == record.revision)
-        {
-            *r = record.clone();
-        }
-    }
-
-    pub fn push_record(&mut self, record: RevisionRecord) {
-        self.status.history.insert(0, record);
-    }
-
-    pub fn now(&self) -> Time {
-        Time(self.input.now)
-    }
-
-    /// A rollback the rules refuse: say why, keep what runs.
-    pub fn refuse_rollback(&mut self, refusal: Refusal) {
-        self.set_condition(
-            conditions::blueprint::ROLLBACK_ALLOWED,
-            false,
-            refusal.reason,
-            &refusal.message,
-        );
-    }
-
-    /// Once the spec no longer asks for a refused rollback, the refusal is history.
-    pub fn clear_settled_refusal(&mut self) {
-        let refused = self.status.conditions.iter().any(|c| {
-            c.type_ == conditions::blueprint::ROLLBACK_ALLOWED && c.status == ConditionStatus::False
-        });
-        if refused {
-            self.remove_condition(conditions::blueprint::ROLLBACK_ALLOWED);
-        }
-    }
-
-    /// Gather a fact and come back; nothing is written.
-    pub fn check(self, need: Need) -> Decision {
-        Decision {
+/// The decision `outcome` describes, with the status it leaves behind.
+pub(super) fn render(input: &Input<'_>, outcome: Outcome) -> Decision {
+    match outcome {
+        // Nothing is written, so nothing changes and nothing is said.
+        Outcome::Check(need) => Decision {
             action: Action::Check(need),
-            status: self.input.status.clone(),
+            status: input.status.clone(),
             bookkeeping: None,
             prune_revisions: Vec::new(),
             notes: Vec::new(),
             requeue: Duration::ZERO,
+        },
+        Outcome::Write(update) => write(input, *update),
+    }
+}
+
+fn write(input: &Input<'_>, update: StatusUpdate) -> Decision {
+    let StatusUpdate {
+        apply,
+        standing,
+        changes,
+        bookkeeping,
+        requeue,
+    } = update;
+    let mut status = input.status.clone();
+    let mut history = changes.apply_to_history(&input.status.history);
+    for change in changes.conditions {
+        match change {
+            ConditionChange::Set {
+                type_,
+                ok,
+                reason,
+                message,
+            } => set(input, &mut status, type_, ok, reason, &message),
+            ConditionChange::Remove(type_) => status.conditions.retain(|c| c.type_ != type_),
         }
     }
-
-    pub fn waiting_for_target(mut self, refusal: Refusal) -> Decision {
-        self.stage(BlueprintPhase::Pending, None, Stage::NoRevision);
-        self.summary = refusal.message;
-        self.status.plan.clear();
-        self.set_condition(
+    match changes.held_back {
+        HeldBackChange::Keep => {}
+        HeldBackChange::Clear => status.held_back = None,
+        HeldBackChange::Hold(held) => status.held_back = Some(held),
+    }
+    // For the Ready condition while not ready; a round that leaves the stage alone has none.
+    let mut not_ready_summary = String::new();
+    if let Some(standing) = standing {
+        status.phase = Some(standing.phase);
+        status.version = standing.version;
+        not_ready_summary = summary(&standing.stage);
+        status.plan = plan_steps(input, &standing.stage);
+    }
+    let limit = input
+        .spec
+        .history_limit
+        .unwrap_or(DEFAULT_HISTORY_LIMIT)
+        .max(1);
+    history.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    status.history = history;
+    // Without a plan (nothing targeted) the decision sets Ready itself, with its reason.
+    if status.phase.is_some() && !status.plan.is_empty() {
+        let (ok, reason, message) = readiness(input, &status, &not_ready_summary);
+        set(
+            input,
+            &mut status,
             conditions::blueprint::READY,
-            false,
-            refusal.reason,
-            &self.summary.clone(),
+            ok,
+            &reason,
+            &message,
         );
-        self.finish(Action::Record, None, Duration::from_secs(60))
     }
-
-    pub fn finish(
-        mut self,
-        action: Action,
-        bookkeeping: Option<Bookkeeping>,
-        requeue: Duration,
-    ) -> Decision {
-        let limit = self
-            .input
-            .spec
-            .history_limit
-            .unwrap_or(DEFAULT_HISTORY_LIMIT)
-            .max(1);
-        self.status
-            .history
-            .truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        if self.status.phase.is_some() && !self.status.plan.is_empty() {
-            let (ok, reason, message) = self.readiness();
-            self.set_condition(conditions::blueprint::READY, ok, &reason, &message);
-        }
-        self.status.observed_generation = Some(self.input.generation);
-        let prune_revisions = history::prunable(self.input, &self.status.history, limit);
-        let notes = notes(self.input.status, &self.status);
-        Decision {
-            action,
-            status: self.status,
-            bookkeeping,
-            prune_revisions,
-            notes,
-            requeue,
-        }
+    status.observed_generation = Some(input.generation);
+    let prune_revisions = retention::prunable(input, &status.history, limit);
+    let notes = notes(input.status, &status);
+    Decision {
+        action: apply.map_or(Action::Record, Action::Apply),
+        status,
+        bookkeeping,
+        prune_revisions,
+        notes,
+        requeue,
     }
+}
 
-    fn readiness(&self) -> (bool, String, String) {
-        let phase = self.status.phase.unwrap_or(BlueprintPhase::Pending);
-        let newest = self.status.history.first();
-        if !matches!(
-            phase,
-            BlueprintPhase::Succeeded | BlueprintPhase::RolledBack
-        ) {
-            return (false, format!("{phase:?}"), self.summary.clone());
-        }
-        let Some(record) = newest else {
-            return (false, format!("{phase:?}"), self.summary.clone());
-        };
-        let csv = self
-            .input
-            .csvs
-            .iter()
-            .find(|c| c.name == record.cluster_service_version_name);
-        match csv.and_then(|c| c.phase) {
-            Some(CsvPhase::Succeeded) => {
-                let mut message = format!(
-                    "{} {} is installed",
-                    record.cluster_service_version_name, record.version
-                );
-                if let Some(held) = &self.status.held_back {
-                    message.push_str(&format!(
-                        "; {} is held back after a failed upgrade until its bundle or this \
-                         Blueprint changes",
-                        held.cluster_service_version_name
-                    ));
-                }
-                (true, format!("{phase:?}"), message)
+fn set(
+    input: &Input<'_>,
+    status: &mut BlueprintStatus,
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: &str,
+) {
+    let condition_status = if ok {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
+    };
+    set_condition(
+        &mut status.conditions,
+        Condition::new(type_, condition_status, reason, message).observed(Some(input.generation)),
+        input.now,
+    );
+}
+
+/// The Ready condition: true once the newest revision settled and its CSV Succeeded.
+fn readiness(
+    input: &Input<'_>,
+    status: &BlueprintStatus,
+    not_ready_summary: &str,
+) -> (bool, String, String) {
+    let phase = status.phase.unwrap_or(BlueprintPhase::Pending);
+    let newest = status.history.first();
+    if !matches!(
+        phase,
+        BlueprintPhase::Succeeded | BlueprintPhase::RolledBack
+    ) {
+        return (false, format!("{phase:?}"), not_ready_summary.to_string());
+    }
+    let Some(record) = newest else {
+        return (false, format!("{phase:?}"), not_ready_summary.to_string());
+    };
+    let csv = input
+        .csvs
+        .iter()
+        .find(|c| c.name == record.cluster_service_version_name);
+    match csv.and_then(|c| c.phase) {
+        Some(CsvPhase::Succeeded) => {
+            let mut message = format!(
+                "{} {} is installed",
+                record.cluster_service_version_name, record.version
+            );
+            if let Some(held) = &status.held_back {
+                message.push_str(&format!(
+                    "; {} is held back after a failed upgrade until its bundle or this \
+                     Blueprint changes",
+                    held.cluster_service_version_name
+                ));
             }
-            other => (
-                false,
-                "ClusterServiceVersionNotSucceeded".into(),
-                format!(
-                    "{} is {}: {}",
-                    record.cluster_service_version_name,
-                    other.map_or("missing".to_string(), |p| format!("{p:?}")),
-                    csv.map_or("", |c| c.message.as_str())
-                ),
-            ),
+            (true, format!("{phase:?}"), message)
         }
+        other => (
+            false,
+            "ClusterServiceVersionNotSucceeded".into(),
+            format!(
+                "{} is {}: {}",
+                record.cluster_service_version_name,
+                other.map_or("missing".to_string(), |p| format!("{p:?}")),
+                csv.map_or("", |c| c.message.as_str())
+            ),
+        ),
     }
 }
 
@@ -247,7 +191,7 @@ fn step(name: &str, status: &str, message: impl Into<String>) -> PlanStep {
     }
 }
 
-fn steps(input: &Input<'_>, stage: &Stage) -> Vec<PlanStep> {
+fn plan_steps(input: &Input<'_>, stage: &Stage) -> Vec<PlanStep> {
     let deps = dependencies_message(input);
     let (d, c, o, v) = match stage {
         Stage::NoRevision => return Vec::new(),
@@ -333,7 +277,7 @@ fn dependencies_message(input: &Input<'_>) -> String {
 }
 
 /// Events from the difference between the status before and after.
-pub(super) fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
+fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
     let mut notes = Vec::new();
     let revision = new.history.first().map_or(0, |r| r.revision);
     let scoped = |what: &str| format!("Revision{revision}.{what}");
