@@ -188,6 +188,40 @@ pub mod conditions {
 
 /// Condition reasons people and programs match on.
 pub mod reasons {
+    /// Why a Blueprint is where it is (Ready, RollbackAllowed, CRDUpgradeSafe, CRDsKept).
+    pub mod blueprint {
+        /// No catalog serves the bundle the Blueprint names yet.
+        pub const WAITING_FOR_BUNDLE: &str = "WaitingForBundle";
+        /// The Subscription has not resolved a version to install.
+        pub const TARGET_NOT_RESOLVED: &str = "TargetNotResolved";
+        /// The rollback names a revision the history does not hold.
+        pub const ROLLBACK_TARGET_NOT_IN_HISTORY: &str = "RollbackTargetNotInHistory";
+        /// A version that is not semver.
+        pub const INVALID_VERSION: &str = "InvalidVersion";
+        /// A revision's stored content is gone.
+        pub const REVISION_CONTENT_MISSING: &str = "RevisionContentMissing";
+        /// A revision's stored content cannot be decoded.
+        pub const REVISION_CONTENT_UNREADABLE: &str = "RevisionContentUnreadable";
+        /// The live CRDs no longer serve an API version the rollback's CSV owns.
+        pub const OWNED_APIS_NOT_SERVED: &str = "OwnedAPIsNotServed";
+        /// A rollback the rules refuse, let through by `force`.
+        pub const FORCED: &str = "Forced";
+        /// A rollback started by a failed upgrade.
+        pub const AUTOMATIC_ROLLBACK: &str = "AutomaticRollback";
+        /// A rollback the rules allow.
+        pub const ALLOWED: &str = "Allowed";
+        /// The CRD change keeps every existing object valid and loses no data.
+        pub const SAFE: &str = "Safe";
+        /// A rollback leaves CRDs at their newer live definition.
+        pub const ROLLBACK_KEEPS_NEWER_CRDS: &str = "RollbackKeepsNewerCRDs";
+        /// The live CRD is newer than the one the revision ships.
+        pub const NEWER_VERSION_INSTALLED: &str = "NewerVersionInstalled";
+        /// Nothing has been installed yet.
+        pub const NO_REVISION: &str = "NoRevision";
+        /// The revision's CSV has not reached Succeeded.
+        pub const CLUSTER_SERVICE_VERSION_NOT_SUCCEEDED: &str = "ClusterServiceVersionNotSucceeded";
+    }
+
     /// Why the ClusterVersion is where it is.
     pub mod cluster_version {
         pub const NO_DESIRED_UPDATE: &str = "NoDesiredUpdate";

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use windlass_api::names::{
-    annotations, controllers, labels,
+    annotations, controllers, labels, reasons,
     reasons::policy as policy_reasons,
     reasons::revision::{SIGNATURE_REFUSED, TAMPERED as REVISION_TAMPERED},
 };
@@ -382,7 +382,7 @@ pub async fn read(
             })?;
     let Some(secret) = secret else {
         return Ok(Err(Refusal {
-            reason: "RevisionContentMissing",
+            reason: reasons::blueprint::REVISION_CONTENT_MISSING,
             message: format!(
                 "revision {revision} can no longer be restored: its Secret {name} was pruned or \
                  deleted; install a version from the catalog instead"
@@ -399,7 +399,7 @@ pub async fn read(
         }));
     }
     Ok(revision::from_secret(&secret).map_err(|e| Refusal {
-        reason: "RevisionContentUnreadable",
+        reason: reasons::blueprint::REVISION_CONTENT_UNREADABLE,
         message: format!("revision {revision} cannot be restored: {e}"),
     }))
 }
@@ -438,7 +438,7 @@ pub async fn rollback_source(
         return Ok(Ok(()));
     }
     Ok(Err(Refusal {
-        reason: "OwnedAPIsNotServed",
+        reason: reasons::blueprint::OWNED_APIS_NOT_SERVED,
         message: format!(
             "{} owns {}, which the live CRDs no longer serve; rolling back would leave it \
              without its APIs",

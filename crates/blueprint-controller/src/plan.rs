@@ -24,6 +24,7 @@ mod progress;
 mod report;
 
 use std::time::Duration;
+use windlass_api::names::reasons;
 
 use k8s_openapi::jiff::Timestamp;
 use windlass_api::{
@@ -256,7 +257,7 @@ fn plan(input: &Input<'_>) -> outcome::Outcome {
         None => progress::waiting_for_target(
             changes,
             Refusal {
-                reason: "NoRevision",
+                reason: reasons::blueprint::NO_REVISION,
                 message: "no revision recorded yet".into(),
             },
         ),

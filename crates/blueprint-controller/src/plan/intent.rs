@@ -3,6 +3,7 @@
 
 use semver::Version;
 use windlass_api::blueprint::{ResolvedBundle, RevisionOutcome, RevisionRecord};
+use windlass_api::names::reasons;
 use windlass_resolver::rollback::{RollbackReason, RollbackRequest, check_rollback};
 
 use super::{Input, Refusal, history};
@@ -46,7 +47,7 @@ pub(super) fn resolve(input: &Input<'_>, current: Option<&RevisionRecord>) -> In
         ("", Some(bundle)) => bundle.cluster_service_version_name.as_str(),
         ("", None) => {
             return Intent::Waiting(Refusal {
-                reason: "WaitingForBundle",
+                reason: reasons::blueprint::WAITING_FOR_BUNDLE,
                 message: "no bundle is resolved yet; the Subscription sets one".into(),
             });
         }
@@ -60,7 +61,7 @@ pub(super) fn resolve(input: &Input<'_>, current: Option<&RevisionRecord>) -> In
         return match resolved {
             Some(bundle) => Intent::Start(from_catalog(input, bundle, None)),
             None => Intent::Waiting(Refusal {
-                reason: "TargetNotResolved",
+                reason: reasons::blueprint::TARGET_NOT_RESOLVED,
                 message: format!(
                     "target {target} is not the resolved bundle ({}) and nothing is installed yet",
                     spec.bundle
@@ -83,7 +84,7 @@ pub(super) fn resolve(input: &Input<'_>, current: Option<&RevisionRecord>) -> In
         }
         (_, Some(bundle)) => Intent::Start(from_catalog(input, bundle, Some(current))),
         (_, None) => Intent::Refuse(Refusal {
-            reason: "RollbackTargetNotInHistory",
+            reason: reasons::blueprint::ROLLBACK_TARGET_NOT_IN_HISTORY,
             message: format!(
                 "target {target} is neither the bundle resolved for this Blueprint ({}) nor a \
                  version that Completed here (history: {}); keeping {}",
@@ -161,7 +162,7 @@ fn manual_rollback(
     }
     let (Some(installed), Some(target)) = (parse(&current.version), parse(&earlier.version)) else {
         return Intent::Refuse(Refusal {
-            reason: "InvalidVersion",
+            reason: reasons::blueprint::INVALID_VERSION,
             message: format!(
                 "cannot compare versions {} and {} for a rollback",
                 current.version, earlier.version
@@ -219,7 +220,7 @@ fn manual_rollback(
 
 pub(super) fn content_missing(input: &Input<'_>, earlier: &history::Candidate) -> Refusal {
     Refusal {
-        reason: "RevisionContentMissing",
+        reason: reasons::blueprint::REVISION_CONTENT_MISSING,
         message: format!(
             "revision {} ({}) can no longer be restored: its Secret {} was pruned or deleted; \
              install a version from the catalog instead",

@@ -131,9 +131,9 @@ pub(super) fn begin(
     let phase = match start.kind {
         StartKind::Restore { automatic, .. } => {
             let reason = match (start.forced, automatic) {
-                (true, _) => "Forced",
-                (false, true) => "AutomaticRollback",
-                (false, false) => "Allowed",
+                (true, _) => reasons::blueprint::FORCED,
+                (false, true) => reasons::blueprint::AUTOMATIC_ROLLBACK,
+                (false, false) => reasons::blueprint::ALLOWED,
             };
             changes.set_condition(
                 conditions::blueprint::ROLLBACK_ALLOWED,

@@ -3,6 +3,7 @@
 //! reconcile that changes nothing says nothing).
 
 use std::time::Duration;
+use windlass_api::names::reasons;
 use windlass_api::names::{conditions, steps};
 
 use windlass_api::{
@@ -161,7 +162,7 @@ fn readiness(
         }
         other => (
             false,
-            "ClusterServiceVersionNotSucceeded".into(),
+            reasons::blueprint::CLUSTER_SERVICE_VERSION_NOT_SUCCEEDED.into(),
             format!(
                 "{} is {}: {}",
                 record.cluster_service_version_name,

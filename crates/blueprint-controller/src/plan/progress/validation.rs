@@ -1,6 +1,7 @@
 //! What the validate stage found, as conditions on the Blueprint.
 
 use super::{Changes, Refusal, Validation, conditions, crd_safety};
+use windlass_api::names::reasons;
 
 /// Conditions from the validate stage; whether to apply, and the CRD step's message.
 pub(super) fn validated(
@@ -20,7 +21,7 @@ pub(super) fn validated(
             changes.set_condition(
                 conditions::blueprint::CRDS_KEPT,
                 true,
-                "RollbackKeepsNewerCRDs",
+                reasons::blueprint::ROLLBACK_KEEPS_NEWER_CRDS,
                 format!(
                     "{kept} stay at the newer definition: a rollback never downgrades CRDs, so \
                      objects the newer version wrote stay readable"
@@ -33,7 +34,7 @@ pub(super) fn validated(
             changes.set_condition(
                 conditions::blueprint::CRDS_KEPT,
                 true,
-                "NewerVersionInstalled",
+                reasons::blueprint::NEWER_VERSION_INSTALLED,
                 format!(
                     "{kept} stay at the definition a newer version of this package applied \
                      (CRDs are shared by every namespace and never move backwards)"
@@ -47,7 +48,7 @@ pub(super) fn validated(
                 changes.set_condition(
                     conditions::blueprint::CRD_UPGRADE_SAFE,
                     true,
-                    "Safe",
+                    reasons::blueprint::SAFE,
                     "every stored version is kept and every existing object is valid",
                 );
             }

@@ -1,6 +1,7 @@
 //! Failed upgrades, automatic and manual rollback, and the rules that refuse one.
 
 use super::*;
+use windlass_api::names::reasons;
 
 /// acme-db 1.1.0 installed, then the upgrade to 1.1.1 applied and its CSV failing.
 fn failing_upgrade() -> World {
@@ -44,7 +45,7 @@ fn a_failed_csv_is_rolled_back_from_the_stored_revision_and_not_retried() {
     assert!(world.condition_is(
         "RollbackAllowed",
         ConditionStatus::True,
-        "AutomaticRollback"
+        reasons::blueprint::AUTOMATIC_ROLLBACK
     ));
 
     // The old CSV comes back from the stored content, taking over from the failed one.
@@ -64,7 +65,11 @@ fn a_failed_csv_is_rolled_back_from_the_stored_revision_and_not_retried() {
         ["acme-db.v1.1.1"],
         "no supersedes cycle"
     );
-    assert!(world.condition_is("CRDsKept", ConditionStatus::True, "RollbackKeepsNewerCRDs"));
+    assert!(world.condition_is(
+        "CRDsKept",
+        ConditionStatus::True,
+        reasons::blueprint::ROLLBACK_KEEPS_NEWER_CRDS
+    ));
     assert_eq!(
         world.step("CRDs").1,
         "kept at the newer definition: databases.acme.windlass.dev"
@@ -216,7 +221,7 @@ fn a_rollback_that_fails_is_not_rolled_back_again() {
 fn a_rollback_is_refused_when_the_kept_crds_no_longer_serve_the_old_apis() {
     let mut world = failing_upgrade();
     world.rollback_source = Err(Refusal {
-        reason: "OwnedAPIsNotServed",
+        reason: reasons::blueprint::OWNED_APIS_NOT_SERVED,
         message: "acme-db.v1.1.0 owns databases.acme.windlass.dev v1alpha1, no longer served"
             .into(),
     });
@@ -226,7 +231,7 @@ fn a_rollback_is_refused_when_the_kept_crds_no_longer_serve_the_old_apis() {
     assert!(world.condition_is(
         "RollbackAllowed",
         ConditionStatus::False,
-        "OwnedAPIsNotServed"
+        reasons::blueprint::OWNED_APIS_NOT_SERVED
     ));
     assert_eq!(
         world.status.history.len(),
@@ -245,7 +250,11 @@ fn a_manual_rollback_within_a_minor_version_restores_the_stored_revision() {
     assert_eq!(rollback.reason, "manual rollback from 1.0.1 to 1.0.0");
     assert!(!rollback.forced);
     assert_eq!(world.phase(), BlueprintPhase::RollingBack);
-    assert!(world.condition_is("RollbackAllowed", ConditionStatus::True, "Allowed"));
+    assert!(world.condition_is(
+        "RollbackAllowed",
+        ConditionStatus::True,
+        reasons::blueprint::ALLOWED
+    ));
 
     world.settle();
     world.csv_reports("1.0.0", CsvPhase::Succeeded);
@@ -300,7 +309,11 @@ fn a_manual_rollback_across_a_minor_version_needs_force_and_is_recorded_forced()
         "{}",
         rollback.reason
     );
-    assert!(world.condition_is("RollbackAllowed", ConditionStatus::True, "Forced"));
+    assert!(world.condition_is(
+        "RollbackAllowed",
+        ConditionStatus::True,
+        reasons::blueprint::FORCED
+    ));
 }
 
 #[test]
@@ -311,7 +324,10 @@ fn a_rollback_target_whose_secret_was_pruned_is_refused_clearly() {
     world.settle();
     let condition = world.condition("RollbackAllowed").expect("a refusal");
     assert_eq!(condition.status, ConditionStatus::False);
-    assert_eq!(condition.reason, "RevisionContentMissing");
+    assert_eq!(
+        condition.reason,
+        reasons::blueprint::REVISION_CONTENT_MISSING
+    );
     assert!(
         condition.message.contains("db.r1 was pruned or deleted"),
         "{}",
@@ -333,7 +349,7 @@ fn a_target_neither_resolved_nor_in_history_is_refused() {
     assert!(world.condition_is(
         "RollbackAllowed",
         ConditionStatus::False,
-        "RollbackTargetNotInHistory"
+        reasons::blueprint::ROLLBACK_TARGET_NOT_IN_HISTORY
     ));
     assert_eq!(world.phase(), BlueprintPhase::Succeeded);
 }

@@ -1,6 +1,7 @@
 //! Installs, upgrades, waits and the bookkeeping that makes them survive a restart.
 
 use windlass_api::config::Approval;
+use windlass_api::names::reasons;
 
 use super::*;
 
@@ -238,7 +239,11 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
-    assert!(world.condition_is("CRDUpgradeSafe", ConditionStatus::True, "Safe"));
+    assert!(world.condition_is(
+        "CRDUpgradeSafe",
+        ConditionStatus::True,
+        reasons::blueprint::SAFE
+    ));
 }
 
 #[test]
