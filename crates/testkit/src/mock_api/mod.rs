@@ -292,22 +292,31 @@ mod tests {
         let managed = &again.metadata.managed_fields.expect("managed fields")[0];
         assert_eq!(managed.manager.as_deref(), Some("tester"));
 
+        let changed = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "m"}, "data": {"k": "w"},
+        });
+        let moved = maps
+            .patch("m", &params, &Patch::Apply(&changed))
+            .await
+            .expect("a change");
+        assert_ne!(moved.metadata.resource_version, Some(version.clone()));
+
+        // Guarded by the version before the change: refused, nothing stored.
         let stale = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "m", "resourceVersion": "1"}, "data": {"k": "w"},
+            "metadata": {"name": "m", "resourceVersion": version}, "data": {"k": "x"},
         });
         let refused = maps.patch("m", &params, &Patch::Apply(&stale)).await;
         assert!(matches!(refused, Err(kube::Error::Api(status)) if status.code == 409));
         let stored = api
             .object("v1", "ConfigMap", Some("a"), "m")
             .expect("stored");
-        assert_eq!(stored["data"]["k"], "v");
+        assert_eq!(stored["data"]["k"], "w");
         let log = api.requests();
         assert!(log.iter().all(Request::is_apply));
-        assert_eq!(
-            log.iter().map(|r| r.code).collect::<Vec<_>>(),
-            [200, 200, 409]
-        );
+        let codes: Vec<u16> = log.iter().map(|r| r.code).collect();
+        assert_eq!(codes, [200, 200, 200, 409]);
     }
 
     #[tokio::test]
