@@ -18,6 +18,10 @@ fn retry(harness: &Harness, error: &Error) -> Action {
     runner::error_policy(Arc::new(harness.blueprint()), error, harness.ctx.clone())
 }
 
+/// Given a recorded revision, when the API server fails the CSV apply with a 500, then the
+/// reconcile fails in the apply stage and is retried after the usual backoff, the status says
+/// the objects step is blocked and retrying (nothing claims the CSV done), and the retry
+/// applies only the CSV and the status.
 #[tokio::test]
 async fn a_failed_csv_apply_stops_the_apply_and_the_status_says_it_is_retrying() {
     let harness = Harness::fresh_install();
@@ -105,6 +109,8 @@ async fn a_failed_csv_apply_stops_the_apply_and_the_status_says_it_is_retrying()
     assert_eq!(status["phase"], "Installing");
 }
 
+/// Given a recorded revision, when the CSV apply conflicts (409), then the error policy
+/// retries at once.
 #[tokio::test]
 async fn a_conflicting_csv_apply_is_retried_at_once() {
     let harness = Harness::fresh_install();
@@ -127,6 +133,8 @@ async fn a_conflicting_csv_apply_is_retried_at_once() {
     );
 }
 
+/// Given a recorded revision, when storing its Secret fails, then nothing of the revision is
+/// applied and the status is left as it was.
 #[tokio::test]
 async fn a_failed_revision_secret_write_applies_nothing() {
     let harness = Harness::fresh_install();
@@ -149,6 +157,8 @@ async fn a_failed_revision_secret_write_applies_nothing() {
     assert_eq!(harness.blueprint().status, status_before);
 }
 
+/// Given a new Blueprint, when the status write recording revision 1 conflicts, then
+/// `spec.revision` is not patched, and the retry records the revision from fresh state.
 #[tokio::test]
 async fn a_status_write_that_conflicts_leaves_spec_revision_alone() {
     let harness = Harness::fresh_install();

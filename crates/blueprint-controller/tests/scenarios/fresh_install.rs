@@ -8,6 +8,9 @@ use windlass_testkit::mock_api::MERGE_PATCH;
 
 use crate::support::*;
 
+/// Given a new Blueprint, when it is first reconciled, then its status records revision 1
+/// (guarded by the resourceVersion it was read at) before a merge patch moves `spec.revision`,
+/// and nothing is applied yet.
 #[tokio::test]
 async fn the_revision_is_recorded_in_the_status_before_spec_revision_moves() {
     let harness = Harness::fresh_install();
@@ -52,8 +55,23 @@ async fn the_revision_is_recorded_in_the_status_before_spec_revision_moves() {
     assert_eq!(bookkeeping.code, 200);
 
     assert_eq!(harness.blueprint().spec.revision, 1);
+
+    // The Events telling of the new revision follow the status write that records it.
+    let status_at = requests.iter().position(|r| r.path == STATUS_PATH);
+    let events: Vec<usize> = requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.method == "POST" && r.path == EVENTS_PATH)
+        .map(|(at, _)| at)
+        .collect();
+    assert!(!events.is_empty(), "{:#?}", routes(&requests));
+    assert!(events.iter().all(|at| Some(*at) > status_at));
+    assert_eq!(requests[events[0]].body["reason"], "RevisionStarted");
 }
 
+/// Given a recorded revision, when it is reconciled, then the sealed revision Secret, the CRD,
+/// the ConfigMap, the sealed CSV and the status are applied in that order, each a forced
+/// server-side apply by windlass.
 #[tokio::test]
 async fn the_content_is_stored_before_anything_of_it_is_applied() {
     let harness = Harness::fresh_install();
@@ -141,6 +159,8 @@ async fn the_content_is_stored_before_anything_of_it_is_applied() {
     );
 }
 
+/// Given a fresh install, over both reconciles the first object written is the revision
+/// Secret, and each object is read before it is applied.
 #[tokio::test]
 async fn nothing_is_applied_before_the_secret_and_every_object_is_read_first() {
     let harness = Harness::fresh_install();

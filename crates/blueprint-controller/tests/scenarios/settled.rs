@@ -31,6 +31,8 @@ async fn settled() -> Harness {
     harness
 }
 
+/// Given an installed Blueprint whose CSV Succeeded, when it is reconciled again, then every
+/// object is read and compared and nothing is written.
 #[tokio::test]
 async fn a_settled_blueprint_is_reconciled_with_reads_only() {
     let harness = settled().await;
@@ -60,6 +62,8 @@ async fn a_settled_blueprint_is_reconciled_with_reads_only() {
     );
 }
 
+/// Given a settled Blueprint whose ConfigMap someone edited, when it is reconciled, then only
+/// that ConfigMap is applied again, with the bundle's data.
 #[tokio::test]
 async fn drift_in_one_object_is_repaired_with_one_write() {
     let harness = settled().await;
