@@ -1,5 +1,6 @@
 //! Test support for windlass: access to the local control plane (`make cluster`), a unique
-//! namespace per test, the OCI registry, and the pinned kubectl and helm.
+//! namespace per test, the OCI registry, and the pinned kubectl and helm; and, for scenario
+//! tests of a controller's shell that need no cluster, a mocked API server ([`mock_api`]).
 //!
 //! Tests never start the control plane themselves (parallel test binaries would race to do
 //! it): `make test` starts it, and a test run without it fails with a message saying how to
@@ -10,6 +11,7 @@ pub use tools::{cosign_binary, registry_requests, windlass_binary};
 pub mod catalogs;
 pub mod lifecycle;
 pub mod manager;
+pub mod mock_api;
 
 use std::{
     collections::BTreeMap,
