@@ -86,18 +86,19 @@ pub fn docker_config_auth(path: &Path, registry: &str) -> Result<Option<Auth>, A
     }))
 }
 
-/// Where docker and podman keep credentials, in the order they are consulted.
-pub fn default_docker_configs() -> Vec<PathBuf> {
+/// Where docker and podman keep credentials, in the order they are consulted, given the
+/// process environment as `env` (the caller reads it: this crate reads no environment).
+pub fn default_docker_configs(env: impl Fn(&str) -> Option<String>) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Ok(file) = std::env::var("REGISTRY_AUTH_FILE") {
+    if let Some(file) = env("REGISTRY_AUTH_FILE") {
         out.push(PathBuf::from(file));
     }
-    if let Ok(dir) = std::env::var("XDG_RUNTIME_DIR") {
+    if let Some(dir) = env("XDG_RUNTIME_DIR") {
         out.push(Path::new(&dir).join("containers/auth.json"));
     }
-    if let Ok(dir) = std::env::var("DOCKER_CONFIG") {
+    if let Some(dir) = env("DOCKER_CONFIG") {
         out.push(Path::new(&dir).join("config.json"));
-    } else if let Ok(home) = std::env::var("HOME") {
+    } else if let Some(home) = env("HOME") {
         out.push(Path::new(&home).join(".docker/config.json"));
     }
     out
@@ -106,6 +107,35 @@ pub fn default_docker_configs() -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credential_files_follow_the_environment_given() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |key: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            default_docker_configs(env(&[("HOME", "/home/a")])),
+            vec![PathBuf::from("/home/a/.docker/config.json")]
+        );
+        assert_eq!(
+            default_docker_configs(env(&[
+                ("REGISTRY_AUTH_FILE", "/etc/auth.json"),
+                ("XDG_RUNTIME_DIR", "/run/user/1"),
+                ("DOCKER_CONFIG", "/cfg"),
+                ("HOME", "/home/a"),
+            ])),
+            vec![
+                PathBuf::from("/etc/auth.json"),
+                PathBuf::from("/run/user/1/containers/auth.json"),
+                PathBuf::from("/cfg/config.json"),
+            ]
+        );
+        assert!(default_docker_configs(env(&[])).is_empty());
+    }
 
     #[test]
     fn reads_both_credential_spellings() {

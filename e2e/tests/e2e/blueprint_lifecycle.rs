@@ -13,6 +13,7 @@ use kube::{
     api::{DeleteParams, ListParams},
 };
 use serde_json::{Value, json};
+use windlass_api::names::{conditions, steps};
 use windlass_api::{
     ClusterServiceVersion, ConditionStatus, CsvPhase, Subscription, blueprint::BlueprintPhase,
 };
@@ -61,13 +62,14 @@ async fn an_install_reports_every_step_in_the_status_and_as_events() {
     assert_eq!(
         steps,
         [
-            ("Dependencies", "Done"),
-            ("CRDs", "Done"),
-            ("Objects", "Done"),
-            ("ClusterServiceVersion", "Done")
+            (steps::DEPENDENCIES, "Done"),
+            (steps::CRDS, "Done"),
+            (steps::OBJECTS, "Done"),
+            (steps::CLUSTER_SERVICE_VERSION, "Done")
         ]
     );
-    let ready = condition(&status.conditions, "Ready").expect("a Ready condition");
+    let ready =
+        condition(&status.conditions, conditions::blueprint::READY).expect("a Ready condition");
     assert_eq!(ready.status, ConditionStatus::True, "{}", ready.message);
     assert_eq!(ready.observed_generation, blueprint.metadata.generation);
 
@@ -133,7 +135,7 @@ async fn a_deleted_csv_is_put_back_from_the_stored_revision() {
     let after = wait_blueprint(&client, &ns.name, "db", "Ready again", TIMEOUT, |b| {
         b.status
             .as_ref()
-            .and_then(|s| condition(&s.conditions, "Ready"))
+            .and_then(|s| condition(&s.conditions, conditions::blueprint::READY))
             .is_some_and(|c| c.status == ConditionStatus::True)
     })
     .await;

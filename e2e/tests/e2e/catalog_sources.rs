@@ -22,6 +22,7 @@ use kube::{
     api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
+use windlass_api::names::reasons;
 use windlass_api::{
     Catalog, CatalogSpec,
     catalog::{CatalogPhase, CatalogSource, CatalogSourceType},
@@ -382,7 +383,7 @@ async fn the_reconciler_serves_a_catalog_and_keeps_it_through_an_outage() {
     assert!(status.last_successful_poll_time.is_some());
     let condition = find(&status.conditions, "Serving").unwrap();
     assert_eq!(condition.status, ConditionStatus::True);
-    assert_eq!(condition.reason, "ContentServed");
+    assert_eq!(condition.reason, reasons::catalog::CONTENT_SERVED);
     // A manager running against the same cluster may have written that status first; this
     // process's reconciler serves the content into its own store too.
     windlass_testkit::wait_until(

@@ -17,6 +17,7 @@ use kube::{
     api::{ListParams, PostParams},
 };
 use serde_json::{Value, json};
+use windlass_api::names::reasons;
 use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec, CsvPhase};
 use windlass_testkit::{
     TestNamespace, kubectl, manager::seal_csv_for_manager, manager_log_tail, require_manager,
@@ -125,7 +126,7 @@ async fn csv_installs_rbac_and_deployments_and_deleting_it_removes_everything() 
     let succeeded = wait_phase(&api, &csv.name_any(), CsvPhase::Succeeded).await;
     assert_eq!(
         succeeded.status.as_ref().unwrap().reason,
-        "InstallSucceeded"
+        reasons::csv::INSTALL_SUCCEEDED
     );
 
     let strategy = db.csv.spec.install.as_ref().unwrap().spec.as_ref().unwrap();
@@ -234,7 +235,7 @@ async fn csv_with_a_crash_looping_operator_fails_with_the_pod_state() {
     .await;
     let failed = wait_phase(&api, &csv.name_any(), CsvPhase::Failed).await;
     let status = failed.status.unwrap();
-    assert_eq!(status.reason, "InstallCheckFailed");
+    assert_eq!(status.reason, reasons::csv::INSTALL_CHECK_FAILED);
     assert!(
         status.message.contains("CrashLoopBackOff"),
         "{}",
@@ -268,7 +269,7 @@ async fn csv_with_unmet_requirements_stays_pending_and_installs_nothing() {
         .await
         .status
         .unwrap();
-    assert_eq!(pending.reason, "RequirementsNotMet");
+    assert_eq!(pending.reason, reasons::csv::REQUIREMENTS_NOT_MET);
     assert!(
         pending.message.contains("needs Kubernetes 99.0.0 or newer"),
         "{}",

@@ -78,9 +78,14 @@ async fn an_install_is_limited_to_what_its_service_account_may_do() {
         })
         .map(|c| c.message.clone())
     };
-    let blueprint = wait_blueprint(&admin, &ns.name, "db", "InstallForbidden", TIMEOUT, |b| {
-        forbidden(b).is_some()
-    })
+    let blueprint = wait_blueprint(
+        &admin,
+        &ns.name,
+        "db",
+        reasons::policy::INSTALL_FORBIDDEN,
+        TIMEOUT,
+        |b| forbidden(b).is_some(),
+    )
     .await;
     let message = forbidden(&blueprint).unwrap();
     let account = format!("system:serviceaccount:{}:windlass-installer", ns.name);

@@ -13,6 +13,7 @@ use kube::{
     core::{ApiResource, GroupVersionKind},
 };
 use serde_json::json;
+use windlass_api::names::conditions;
 use windlass_api::{Blueprint, ConditionStatus, blueprint::BlueprintPhase, catalog::CatalogPhase};
 use windlass_testkit::{
     TestNamespace,
@@ -167,14 +168,14 @@ async fn an_unsafe_crd_change_blocks_the_upgrade() {
         |b| {
             b.status
                 .as_ref()
-                .and_then(|s| condition(&s.conditions, "CRDUpgradeSafe"))
+                .and_then(|s| condition(&s.conditions, conditions::blueprint::CRD_UPGRADE_SAFE))
                 .is_some_and(|c| c.status == ConditionStatus::False)
         },
     )
     .await;
     let unsafe_ = condition(
         &blueprint.status.as_ref().unwrap().conditions,
-        "CRDUpgradeSafe",
+        conditions::blueprint::CRD_UPGRADE_SAFE,
     )
     .unwrap();
     println!("blocked: {}", unsafe_.message);

@@ -6,6 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, ResourceExt, api::ListParams};
 use serde_json::json;
+use windlass_api::names::revision_secret;
 use windlass_api::{
     ClusterServiceVersion, Subscription,
     blueprint::{BlueprintPhase, RevisionOutcome},
@@ -209,7 +210,7 @@ async fn automatic_upgrade_follows_the_channel_and_rolls_the_deployment_in_place
         secrets
             .items
             .iter()
-            .all(|s| s.type_.as_deref() == Some("windlass.dev/revision.v1"))
+            .all(|s| s.type_.as_deref() == Some(revision_secret::TYPE))
     );
 }
 

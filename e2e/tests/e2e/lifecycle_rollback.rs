@@ -9,6 +9,7 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use serde_json::json;
+use windlass_api::names::conditions;
 use windlass_api::{
     Blueprint, ClusterServiceVersion, ConditionStatus, CsvPhase,
     blueprint::{BlueprintPhase, RevisionOutcome},
@@ -161,14 +162,25 @@ async fn manual_rollback_through_the_blueprint_and_the_cli() {
         is_at(b, BlueprintPhase::Succeeded, "1.0.0")
     })
     .await;
-    let sub = wait_subscription(&client, &ns.name, "db", "TargetPinned", TIMEOUT, |s| {
-        s.status
-            .as_ref()
-            .and_then(|st| condition(&st.conditions, "TargetPinned"))
-            .is_some_and(|c| c.status == ConditionStatus::True)
-    })
+    let sub = wait_subscription(
+        &client,
+        &ns.name,
+        "db",
+        conditions::subscription::TARGET_PINNED,
+        TIMEOUT,
+        |s| {
+            s.status
+                .as_ref()
+                .and_then(|st| condition(&st.conditions, conditions::subscription::TARGET_PINNED))
+                .is_some_and(|c| c.status == ConditionStatus::True)
+        },
+    )
     .await;
-    let pinned = condition(&sub.status.as_ref().unwrap().conditions, "TargetPinned").unwrap();
+    let pinned = condition(
+        &sub.status.as_ref().unwrap().conditions,
+        conditions::subscription::TARGET_PINNED,
+    )
+    .unwrap();
     assert!(
         pinned.message.contains("acme-db.v1.0.0"),
         "{}",
@@ -255,14 +267,14 @@ async fn a_rollback_across_a_minor_version_is_refused_unless_forced() {
         |b| {
             b.status
                 .as_ref()
-                .and_then(|s| condition(&s.conditions, "RollbackAllowed"))
+                .and_then(|s| condition(&s.conditions, conditions::blueprint::ROLLBACK_ALLOWED))
                 .is_some_and(|c| c.status == ConditionStatus::False)
         },
     )
     .await;
     let why = condition(
         &blueprint.status.as_ref().unwrap().conditions,
-        "RollbackAllowed",
+        conditions::blueprint::ROLLBACK_ALLOWED,
     )
     .unwrap();
     assert!(

@@ -12,6 +12,7 @@ use kube::{
     core::{ApiResource, GroupVersionKind},
 };
 use serde_json::json;
+use windlass_api::names::conditions;
 use windlass_api::{
     Blueprint, ClusterServiceVersion, ConditionStatus, Subscription, blueprint::BlueprintPhase,
 };
@@ -128,14 +129,19 @@ async fn an_unresolvable_subscription_explains_why() {
         |s| {
             s.status
                 .as_ref()
-                .and_then(|st| condition(&st.conditions, "ResolutionSucceeded"))
+                .and_then(|st| {
+                    condition(
+                        &st.conditions,
+                        conditions::subscription::RESOLUTION_SUCCEEDED,
+                    )
+                })
                 .is_some_and(|c| c.status == ConditionStatus::False)
         },
     )
     .await;
     let why = condition(
         &sub.status.as_ref().unwrap().conditions,
-        "ResolutionSucceeded",
+        conditions::subscription::RESOLUTION_SUCCEEDED,
     )
     .unwrap();
     println!("explanation: {}", why.message);
@@ -172,14 +178,19 @@ async fn an_unresolvable_subscription_explains_why() {
         |s| {
             s.status
                 .as_ref()
-                .and_then(|st| condition(&st.conditions, "ResolutionSucceeded"))
+                .and_then(|st| {
+                    condition(
+                        &st.conditions,
+                        conditions::subscription::RESOLUTION_SUCCEEDED,
+                    )
+                })
                 .is_some_and(|c| c.status == ConditionStatus::False)
         },
     )
     .await;
     let why = condition(
         &sub.status.as_ref().unwrap().conditions,
-        "ResolutionSucceeded",
+        conditions::subscription::RESOLUTION_SUCCEEDED,
     )
     .unwrap();
     assert!(why.message.contains("no-such-operator"), "{}", why.message);

@@ -7,6 +7,7 @@ use crate::blueprint_lifecycle::own_crd_group;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
+use windlass_api::names::conditions;
 use windlass_api::{
     Blueprint, ClusterServiceVersion, ConditionStatus, CsvPhase, Subscription,
     blueprint::BlueprintPhase, subscription::SubscriptionState,
@@ -168,7 +169,12 @@ async fn an_unreachable_catalog_is_named_on_its_subscriptions() {
     let healthy = |s: &Subscription| {
         s.status
             .as_ref()
-            .and_then(|st| condition(&st.conditions, "CatalogSourcesUnhealthy"))
+            .and_then(|st| {
+                condition(
+                    &st.conditions,
+                    conditions::subscription::CATALOG_SOURCES_UNHEALTHY,
+                )
+            })
             .map(|c| c.status)
     };
     wait_subscription(&client, &ns.name, "db", "catalogs healthy", TIMEOUT, |s| {
@@ -188,13 +194,17 @@ async fn an_unreachable_catalog_is_named_on_its_subscriptions() {
         &client,
         &ns.name,
         "db",
-        "CatalogSourcesUnhealthy",
+        conditions::subscription::CATALOG_SOURCES_UNHEALTHY,
         TIMEOUT,
         |s| healthy(s) == Some(ConditionStatus::True),
     )
     .await;
     let status = sub.status.as_ref().unwrap();
-    let unhealthy = condition(&status.conditions, "CatalogSourcesUnhealthy").unwrap();
+    let unhealthy = condition(
+        &status.conditions,
+        conditions::subscription::CATALOG_SOURCES_UNHEALTHY,
+    )
+    .unwrap();
     assert!(
         unhealthy.message.contains(&catalog),
         "{}",

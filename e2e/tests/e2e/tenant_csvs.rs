@@ -146,9 +146,13 @@ async fn a_csv_made_by_a_tenant_creates_nothing() {
         .await
         .expect("the tenant may create CSVs: the attack is real");
     let admin_csvs = Api::<ClusterServiceVersion>::namespaced(admin.clone(), &ns.name);
-    let refused = wait_object(&admin_csvs, "probe.v1.0.0", "NotSealed", TIMEOUT, |c| {
-        trust(c) == Some((ConditionStatus::False, reasons::csv::NOT_SEALED.into()))
-    })
+    let refused = wait_object(
+        &admin_csvs,
+        "probe.v1.0.0",
+        reasons::csv::NOT_SEALED,
+        TIMEOUT,
+        |c| trust(c) == Some((ConditionStatus::False, reasons::csv::NOT_SEALED.into())),
+    )
     .await;
     let status = refused.status.unwrap();
     assert_eq!(status.phase, Some(CsvPhase::Failed));
@@ -209,9 +213,13 @@ async fn a_tenant_cannot_widen_a_csv_windlass_applied() {
         )
         .await
         .expect("the tenant may edit CSVs: the attack is real");
-    let refused = wait_object(&admin_csvs, "probe.v1.0.0", "SealMismatch", TIMEOUT, |c| {
-        trust(c) == Some((ConditionStatus::False, reasons::csv::SEAL_MISMATCH.into()))
-    })
+    let refused = wait_object(
+        &admin_csvs,
+        "probe.v1.0.0",
+        reasons::csv::SEAL_MISMATCH,
+        TIMEOUT,
+        |c| trust(c) == Some((ConditionStatus::False, reasons::csv::SEAL_MISMATCH.into())),
+    )
     .await;
     assert_eq!(
         refused.status.and_then(|s| s.phase),

@@ -51,7 +51,7 @@ impl RegistryArgs {
                     .to_string();
                 let configs = match &self.docker_config {
                     Some(path) => vec![path.clone()],
-                    None => oci::default_docker_configs()
+                    None => oci::default_docker_configs(|key| std::env::var(key).ok())
                         .into_iter()
                         .filter(|p| p.is_file())
                         .collect(),
