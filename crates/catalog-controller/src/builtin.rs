@@ -4,6 +4,7 @@
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use sha2::{Digest, Sha256};
@@ -69,11 +70,11 @@ pub enum BuiltinError {
 /// this value.
 #[derive(Debug)]
 pub struct BuiltinCatalog {
-    pub catalog: Catalog,
+    pub catalog: Arc<Catalog>,
     /// Digest over every embedded file.
     pub digest: String,
     /// Each bundle's folder and content digest, by CSV name.
-    pub bundles: BTreeMap<String, BundleLocation>,
+    pub bundles: Arc<BTreeMap<String, BundleLocation>>,
     dir: tempfile::TempDir,
 }
 
@@ -123,9 +124,9 @@ impl BuiltinCatalog {
             );
         }
         Ok(BuiltinCatalog {
-            catalog: loaded.catalog,
+            catalog: Arc::new(loaded.catalog),
             digest: content_digest(files().iter().copied()),
-            bundles,
+            bundles: Arc::new(bundles),
             dir,
         })
     }

@@ -132,19 +132,19 @@ async fn an_image_pinned_by_a_known_digest_is_not_pulled_again() {
         priority: 0,
         digest: "sha256:c".into(),
         catalog: builtin.catalog.clone(),
-        bundles: BTreeMap::new(),
+        bundles: Default::default(),
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
     };
-    catalog.bundles.insert(
+    std::sync::Arc::make_mut(&mut catalog.bundles).insert(
         "acme-gateway.v0.1.0".into(),
         BundleLocation::Image {
             reference: reference.clone(),
         },
     );
     // An unpinned image would need a pull, which fails and names the image.
-    catalog.bundles.insert(
+    std::sync::Arc::make_mut(&mut catalog.bundles).insert(
         "acme-db.v1.0.0".into(),
         BundleLocation::Image {
             reference: "127.0.0.1:1/acme/db:1.0.0".into(),

@@ -10,7 +10,7 @@ use windlass_api::catalog::{CatalogSource, CatalogSourceType};
 use windlass_bundle::FileTree;
 use windlass_catalog::{
     Catalog,
-    fbc::{CONFIGS_LABEL, read_tree},
+    fbc::{CONFIGS_LABEL, read_tree_owned},
     load::{LoadIssue, Loaded, read_images},
 };
 use windlass_oci::{self as oci, OciError, RegistryOptions};
@@ -102,7 +102,8 @@ impl SourceError {
             OciError::Bundle(_)
             | OciError::UnknownMediaType { .. }
             | OciError::Unpack { .. }
-            | OciError::TooLarge { .. } => SourceError::Invalid {
+            | OciError::TooLarge { .. }
+            | OciError::LargerThanDeclared { .. } => SourceError::Invalid {
                 image: image.into(),
                 message: error.to_string(),
             },
@@ -120,9 +121,10 @@ pub struct Content {
     /// The image manifest digest (Image), a digest over the bundle images' manifest digests
     /// (BundleImages) or over the embedded files (BuiltIn).
     pub digest: String,
-    pub catalog: Catalog,
-    /// Where each bundle lives, by CSV name.
-    pub bundles: BTreeMap<String, BundleLocation>,
+    pub catalog: Arc<Catalog>,
+    /// Where each bundle lives, by CSV name, when that is not the image its catalog entry
+    /// names (see [`ServedCatalog::location`]).
+    pub bundles: Arc<BTreeMap<String, BundleLocation>>,
     /// Bundles the catalog lists without an image: offered, but they cannot be installed.
     pub without_image: Vec<String>,
     /// What the signature check of the catalog image found (`None`: not an image, or read
@@ -131,20 +133,18 @@ pub struct Content {
 }
 
 impl Content {
-    /// Content served before, read again unchanged.
+    /// Where a bundle's content lives (see [`ServedCatalog::location`]).
+    pub fn location(&self, csv_name: &str) -> Option<BundleLocation> {
+        windlass_catalog_store::location_in(&self.catalog, &self.bundles, csv_name)
+    }
+
+    /// Content served before, read again unchanged: shared, not copied.
     pub fn reuse(previous: &ServedCatalog) -> Content {
         Content {
             digest: previous.digest.clone(),
             catalog: previous.catalog.clone(),
             bundles: previous.bundles.clone(),
-            without_image: previous
-                .catalog
-                .packages
-                .values()
-                .flat_map(|p| p.bundles.keys())
-                .filter(|name| !previous.bundles.contains_key(*name))
-                .cloned()
-                .collect(),
+            without_image: previous.without_location().map(str::to_string).collect(),
             verification: previous.verification.clone(),
         }
     }
@@ -210,7 +210,7 @@ fn refuse_lost_content(loaded: &Loaded, image: &str) -> Result<(), SourceError> 
 /// `operators.operatorframework.io.index.configs.v1` label names, else `configs/` when there
 /// is one, else the whole tree. Bundle locations are the `olm.bundle` blobs' `image` fields.
 pub fn read_fbc(
-    files: &FileTree,
+    files: FileTree,
     labels: &BTreeMap<String, String>,
     image: &str,
 ) -> Result<Content, SourceError> {
@@ -223,7 +223,9 @@ pub fn read_fbc(
         image: image.into(),
         message,
     };
-    let loaded = read_tree(files, dir, image).map_err(|e| invalid(e.to_string()))?;
+    let dir = dir.to_string();
+    // The raw files go as they are read: a large catalog is never held twice.
+    let loaded = read_tree_owned(files, &dir, image).map_err(|e| invalid(e.to_string()))?;
     refuse_lost_content(&loaded, image)?;
     if loaded.catalog.packages.is_empty() {
         return Err(invalid(format!(
@@ -231,30 +233,19 @@ pub fn read_fbc(
             dir.trim_matches('/')
         )));
     }
-    let mut bundles = BTreeMap::new();
-    let mut without_image = Vec::new();
-    for bundle in loaded
+    // Each bundle is served from the image its entry names; no second map of them is kept.
+    let without_image = loaded
         .catalog
         .packages
         .values()
         .flat_map(|p| p.bundles.values())
-    {
-        match &bundle.image {
-            Some(reference) => {
-                bundles.insert(
-                    bundle.name.clone(),
-                    BundleLocation::Image {
-                        reference: reference.clone(),
-                    },
-                );
-            }
-            None => without_image.push(bundle.name.clone()),
-        }
-    }
+        .filter(|b| b.image.is_none())
+        .map(|b| b.name.clone())
+        .collect();
     Ok(Content {
         digest: String::new(),
-        catalog: loaded.catalog,
-        bundles,
+        catalog: Arc::new(loaded.catalog),
+        bundles: Arc::default(),
         without_image,
         verification: None,
     })
@@ -291,7 +282,7 @@ pub async fn read_image(
         .map_err(|e| SourceError::pull(reference, e))?;
     let (files, labels) = (pulled.files, pulled.labels);
     let image = reference.to_string();
-    let mut content = tokio::task::spawn_blocking(move || read_fbc(&files, &labels, &image))
+    let mut content = tokio::task::spawn_blocking(move || read_fbc(files, &labels, &image))
         .await
         .map_err(|e| SourceError::Invalid {
             image: reference.into(),
@@ -429,8 +420,8 @@ pub async fn read_bundle_images(
         .collect();
     Ok(Content {
         digest,
-        catalog: loaded.catalog,
-        bundles,
+        catalog: Arc::new(loaded.catalog),
+        bundles: Arc::new(bundles),
         without_image: Vec::new(),
         verification: None,
     })

@@ -47,28 +47,28 @@ fn a_file_based_catalog_is_read_from_the_folder_its_label_names() {
         ("etc/other.yaml", "not: a catalog"),
     ]);
     let labels = [(CONFIGS_LABEL.to_string(), "/catalog".to_string())].into();
-    let content = read_fbc(&files, &labels, "r/catalog:1").unwrap();
+    let content = read_fbc(files.clone(), &labels, "r/catalog:1").unwrap();
     let db = &content.catalog.packages["acme-db"];
     assert_eq!(db.default_channel.as_deref(), Some("stable"));
     assert_eq!(db.channels["stable"].entries.len(), 2);
     assert_eq!(
-        content.bundles["acme-db.v1.0.0"],
+        content.location("acme-db.v1.0.0").unwrap(),
         BundleLocation::Image {
             reference: "127.0.0.1:5000/acme/db@sha256:aaaa".into()
         }
     );
     // Listed, but without an image it cannot be installed; the caller says so.
-    assert!(!content.bundles.contains_key("acme-db.v1.0.1"));
+    assert!(content.location("acme-db.v1.0.1").is_none());
     assert_eq!(content.without_image, ["acme-db.v1.0.1"]);
 }
 
 #[test]
 fn without_the_label_configs_or_the_whole_tree_is_read() {
     let in_configs = tree(&[("configs/acme-db/catalog.yaml", FBC_YAML)]);
-    let content = read_fbc(&in_configs, &BTreeMap::new(), "r/c:1").unwrap();
+    let content = read_fbc(in_configs.clone(), &BTreeMap::new(), "r/c:1").unwrap();
     assert_eq!(content.catalog.packages.len(), 1);
     let at_root = tree(&[("index.yaml", FBC_YAML)]);
-    let content = read_fbc(&at_root, &BTreeMap::new(), "r/c:1").unwrap();
+    let content = read_fbc(at_root.clone(), &BTreeMap::new(), "r/c:1").unwrap();
     assert_eq!(content.catalog.packages.len(), 1);
 }
 
@@ -76,7 +76,7 @@ fn without_the_label_configs_or_the_whole_tree_is_read() {
 fn what_windlass_catalog_push_writes_reads_back_with_its_images() {
     // The same shape `windlass catalog push` writes: configs/<package>/catalog.json.
     let builtin = crate::builtin::BuiltinCatalog::materialize().unwrap();
-    let mut catalog = builtin.catalog.clone();
+    let mut catalog = (*builtin.catalog).clone();
     for bundle in catalog
         .packages
         .values_mut()
@@ -86,15 +86,24 @@ fn what_windlass_catalog_push_writes_reads_back_with_its_images() {
     }
     let files = windlass_catalog::fbc::image_tree(&catalog).unwrap();
     let labels = [(CONFIGS_LABEL.to_string(), "/configs".to_string())].into();
-    let content = read_fbc(&files, &labels, "r/catalog:1").unwrap();
+    let content = read_fbc(files.clone(), &labels, "r/catalog:1").unwrap();
     assert_eq!(
         content.catalog.packages.keys().collect::<Vec<_>>(),
         ["acme-db", "acme-gateway", "acme-monitor"]
     );
-    assert_eq!(content.bundles.len(), 7);
+    assert_eq!(
+        content
+            .catalog
+            .packages
+            .values()
+            .flat_map(|p| p.bundles.keys())
+            .filter(|name| content.location(name).is_some())
+            .count(),
+        7
+    );
     assert!(content.without_image.is_empty());
     assert_eq!(
-        content.bundles["acme-monitor.v0.2.0"],
+        content.location("acme-monitor.v0.2.0").unwrap(),
         BundleLocation::Image {
             reference: "127.0.0.1:5000/bundles/acme-monitor.v0.2.0:latest".into()
         }
@@ -132,7 +141,7 @@ fn broken_catalog_content_is_refused_naming_the_image() {
         ),
     ];
     for (case, files) in cases {
-        let error = read_fbc(&files, &labels, "r/broken:1").unwrap_err();
+        let error = read_fbc(files.clone(), &labels, "r/broken:1").unwrap_err();
         assert!(
             matches!(error, SourceError::Invalid { .. }),
             "{case}: {error}"

@@ -15,12 +15,12 @@ fn served(digest: &str, packages: usize) -> ServedCatalog {
         name: "cat".into(),
         priority: 0,
         digest: digest.into(),
-        catalog: Catalog {
+        catalog: std::sync::Arc::new(Catalog {
             packages: (0..packages)
                 .map(|i| (format!("p{i}"), Package::default()))
                 .collect(),
-        },
-        bundles: BTreeMap::new(),
+        }),
+        bundles: Default::default(),
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,

@@ -3,12 +3,15 @@
 //! controller reads bundle content through it, cached by digest so installs and rollbacks do
 //! not pull twice.
 
+mod cache;
 mod fetch;
+
+pub use cache::{DEFAULT_BUDGET_BYTES, content_bytes};
 
 use std::{
     collections::BTreeMap,
     path::PathBuf,
-    sync::{Arc, Mutex, RwLock},
+    sync::{Arc, Mutex, RwLock, Weak},
 };
 
 use tokio::sync::watch;
@@ -25,9 +28,12 @@ pub struct ServedCatalog {
     /// Digest of the content this was read from (image manifest digest, or a hash of the
     /// built-in files).
     pub digest: String,
-    pub catalog: Catalog,
-    /// Where each bundle's content lives, by CSV name.
-    pub bundles: BTreeMap<String, BundleLocation>,
+    /// Shared: an unchanged poll serves the same catalog again without copying it, and a
+    /// resolution against this catalog alone reads it in place.
+    pub catalog: Arc<Catalog>,
+    /// Where each bundle's content lives, by CSV name, for bundles whose location is not
+    /// their catalog `image` (see [`ServedCatalog::location`]).
+    pub bundles: Arc<BTreeMap<String, BundleLocation>>,
     /// How to reach the registries the catalog's bundle images live in (plain HTTP, limits).
     /// Its `auth` is used only for registries `credentials` does not name; the controller
     /// leaves it anonymous.
@@ -66,6 +72,23 @@ impl ServedCatalog {
         options
     }
 
+    /// Where a bundle's content lives: its entry in `bundles`, else the image its catalog
+    /// entry names. A file-based catalog's bundles carry their images, so a catalog of
+    /// 100,000 bundles keeps no second map of names and references.
+    pub fn location(&self, csv_name: &str) -> Option<BundleLocation> {
+        location_in(&self.catalog, &self.bundles, csv_name)
+    }
+
+    /// Bundles the catalog lists with no location: offered, but they cannot be installed.
+    pub fn without_location(&self) -> impl Iterator<Item = &str> {
+        self.catalog
+            .packages
+            .values()
+            .flat_map(|p| p.bundles.values())
+            .filter(|b| b.image.is_none() && !self.bundles.contains_key(&b.name))
+            .map(|b| b.name.as_str())
+    }
+
     /// How many bundles the catalog offers.
     pub fn bundle_count(&self) -> usize {
         self.catalog
@@ -74,6 +97,24 @@ impl ServedCatalog {
             .map(|p| p.bundles.len())
             .sum()
     }
+}
+
+/// Where bundle `csv_name` of `catalog` lives: its entry in `bundles`, else the image its
+/// catalog entry names.
+pub fn location_in(
+    catalog: &Catalog,
+    bundles: &BTreeMap<String, BundleLocation>,
+    csv_name: &str,
+) -> Option<BundleLocation> {
+    if let Some(location) = bundles.get(csv_name) {
+        return Some(location.clone());
+    }
+    catalog
+        .packages
+        .values()
+        .find_map(|p| p.bundles.get(csv_name))
+        .and_then(|b| b.image.clone())
+        .map(|reference| BundleLocation::Image { reference })
 }
 
 /// Where a bundle's manifests can be read.
@@ -116,7 +157,9 @@ pub struct BundleContent {
 /// that offers it (ties broken by catalog name), as a resolver input.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
-    pub catalog: Catalog,
+    /// The served catalog itself when every package comes from one catalog (no copy), else
+    /// the merge.
+    pub catalog: Arc<Catalog>,
     /// The catalog each package was taken from.
     pub origin: BTreeMap<String, Arc<ServedCatalog>>,
 }
@@ -146,18 +189,39 @@ pub enum StoreError {
 /// Every served catalog plus the bundle cache. Cheap to share (`Arc<CatalogStore>`).
 pub struct CatalogStore {
     catalogs: RwLock<BTreeMap<String, Arc<ServedCatalog>>>,
-    /// Bundle content by digest.
-    cache: Mutex<BTreeMap<String, Arc<BundleContent>>>,
+    /// Bundle content by digest, least recently used first out past its byte budget.
+    cache: Mutex<cache::ContentCache>,
     /// Bumped whenever served content changes, so subscriptions resolve again.
     changed: watch::Sender<u64>,
+    /// The last merge of several catalogs, with what it was made from.
+    merged: Mutex<Option<(Vec<MergeKey>, Arc<Catalog>)>>,
+}
+
+/// One catalog a merge was made from. The catalog is held weakly: a merge never keeps
+/// content alive that is no longer served, and while the weak reference lives its address
+/// cannot be taken by newer content.
+#[derive(Debug)]
+struct MergeKey {
+    name: String,
+    priority: i32,
+    catalog: Weak<Catalog>,
+}
+
+impl PartialEq for MergeKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.priority == other.priority
+            && Weak::ptr_eq(&self.catalog, &other.catalog)
+    }
 }
 
 impl Default for CatalogStore {
     fn default() -> Self {
         CatalogStore {
             catalogs: RwLock::default(),
-            cache: Mutex::default(),
+            cache: Mutex::new(cache::ContentCache::new(DEFAULT_BUDGET_BYTES)),
             changed: watch::Sender::new(0),
+            merged: Mutex::default(),
         }
     }
 }
@@ -165,6 +229,20 @@ impl Default for CatalogStore {
 impl CatalogStore {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
+    }
+
+    /// A store whose bundle content cache keeps at most about `bytes` (see [`content_bytes`]).
+    pub fn with_cache_budget(bytes: usize) -> Arc<Self> {
+        Arc::new(CatalogStore {
+            cache: Mutex::new(cache::ContentCache::new(bytes)),
+            ..Self::default()
+        })
+    }
+
+    /// Bytes and entries the bundle content cache holds now.
+    pub fn cache_usage(&self) -> (usize, usize) {
+        let cache = self.cache.lock().expect("bundle cache poisoned");
+        (cache.total_bytes(), cache.len())
     }
 
     /// Serves new content for a catalog; subscribers hear of it when the digest or priority
@@ -234,38 +312,76 @@ impl CatalogStore {
         }
         ordered.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(&b.name)));
         let mut selection = Selection::default();
-        for served in ordered {
-            for (name, package) in &served.catalog.packages {
-                if selection.catalog.packages.contains_key(name) {
-                    continue;
+        for served in &ordered {
+            for name in served.catalog.packages.keys() {
+                if !selection.origin.contains_key(name) {
+                    selection.origin.insert(name.clone(), (*served).clone());
                 }
-                selection
-                    .catalog
-                    .packages
-                    .insert(name.clone(), package.clone());
-                selection.origin.insert(name.clone(), served.clone());
             }
         }
+        // The common case, one catalog serving every package: share it as it is.
+        let sole = ordered.iter().find(|served| {
+            selection.origin.len() == served.catalog.packages.len()
+                && selection
+                    .origin
+                    .values()
+                    .all(|origin| Arc::ptr_eq(&origin.catalog, &served.catalog))
+        });
+        selection.catalog = match sole {
+            Some(served) => served.catalog.clone(),
+            None => self.merged(&ordered, &selection.origin),
+        };
         Ok(selection)
     }
 
-    /// Content already cached under this digest.
+    /// The merge of several catalogs, made once per change of what they serve: every
+    /// resolution reads the same copy.
+    fn merged(
+        &self,
+        ordered: &[&Arc<ServedCatalog>],
+        origin: &BTreeMap<String, Arc<ServedCatalog>>,
+    ) -> Arc<Catalog> {
+        let key: Vec<MergeKey> = ordered
+            .iter()
+            .map(|served| MergeKey {
+                name: served.name.clone(),
+                priority: served.priority,
+                catalog: Arc::downgrade(&served.catalog),
+            })
+            .collect();
+        let mut cache = self.merged.lock().expect("merged catalog poisoned");
+        if let Some((cached_key, catalog)) = cache.as_ref()
+            && *cached_key == key
+        {
+            return catalog.clone();
+        }
+        let mut merged = Catalog::default();
+        for (name, served) in origin {
+            merged
+                .packages
+                .insert(name.clone(), served.catalog.packages[name].clone());
+        }
+        let merged = Arc::new(merged);
+        *cache = Some((key, merged.clone()));
+        merged
+    }
+
+    /// Content cached under this digest, if the cache still holds it.
     pub fn cached(&self, digest: &str) -> Option<Arc<BundleContent>> {
         self.cache
             .lock()
             .expect("bundle cache poisoned")
             .get(digest)
-            .cloned()
     }
 
     /// Keeps content under its digest (the Blueprint controller also puts revisions it
-    /// restored from the cluster here).
+    /// restored from the cluster here), while the cache's budget allows.
     pub fn remember(&self, content: BundleContent) -> Arc<BundleContent> {
         let content = Arc::new(content);
         self.cache
             .lock()
             .expect("bundle cache poisoned")
-            .insert(content.digest.clone(), content.clone());
+            .put(content.clone());
         content
     }
 
@@ -286,7 +402,7 @@ impl CatalogStore {
             .filter(|hit| hit.csv_name == csv_name);
         let serving = self
             .get(catalog)
-            .and_then(|served| served.bundles.get(csv_name).cloned());
+            .and_then(|served| served.location(csv_name));
         if let Some(hit) = known {
             // The catalog's location names the digest it serves now, when it pins one: a
             // republished bundle shows up there, never in the cache.
@@ -301,15 +417,12 @@ impl CatalogStore {
         let served = self
             .get(catalog)
             .ok_or_else(|| StoreError::UnknownCatalog(catalog.to_string()))?;
-        let location =
-            served
-                .bundles
-                .get(csv_name)
-                .cloned()
-                .ok_or_else(|| StoreError::UnknownBundle {
-                    catalog: catalog.to_string(),
-                    csv_name: csv_name.to_string(),
-                })?;
+        let location = served
+            .location(csv_name)
+            .ok_or_else(|| StoreError::UnknownBundle {
+                catalog: catalog.to_string(),
+                csv_name: csv_name.to_string(),
+            })?;
         if let Some(hit) = location.digest().and_then(|d| self.cached(d)) {
             return check_digest(hit, digest);
         }

@@ -29,8 +29,8 @@ fn served(name: &str, priority: i32, digest: &str, packages: &[&str]) -> ServedC
         name: name.into(),
         priority,
         digest: digest.into(),
-        catalog,
-        bundles: BTreeMap::new(),
+        catalog: Arc::new(catalog),
+        bundles: Arc::default(),
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
@@ -159,7 +159,7 @@ fn acme_db(digest: &str) -> BundleContent {
 
 fn serving_at(digest: &str) -> ServedCatalog {
     let mut catalog = served("builtin", 0, digest, &[]);
-    catalog.bundles.insert(
+    Arc::make_mut(&mut catalog.bundles).insert(
         "acme-db.v1.0.0".into(),
         BundleLocation::Directory {
             path: "/nowhere".into(),
@@ -199,4 +199,144 @@ async fn a_republished_bundle_is_seen_although_the_old_digest_is_cached() {
         .await
         .unwrap();
     assert_eq!(kept.digest, "sha256:old");
+}
+
+#[test]
+fn the_content_cache_keeps_its_byte_budget_dropping_the_least_recently_used() {
+    let one = content_bytes(&acme_db("sha256:x"));
+    assert!(one > 1000, "a real bundle is estimated at {one} bytes");
+    // Room for three bundles, not four.
+    let store = CatalogStore::with_cache_budget(one * 3 + one / 2);
+    for digest in ["sha256:a", "sha256:b", "sha256:c"] {
+        store.remember(acme_db(digest));
+    }
+    assert_eq!(store.cache_usage(), (one * 3, 3));
+    // Reading `a` makes `b` the least recently used, so `b` is what the fourth one evicts.
+    assert!(store.cached("sha256:a").is_some());
+    store.remember(acme_db("sha256:d"));
+    assert!(store.cached("sha256:b").is_none());
+    for kept in ["sha256:a", "sha256:c", "sha256:d"] {
+        assert!(store.cached(kept).is_some(), "{kept} was evicted");
+    }
+    assert_eq!(store.cache_usage(), (one * 3, 3));
+    // The same digest again replaces its entry instead of counting twice.
+    store.remember(acme_db("sha256:d"));
+    assert_eq!(store.cache_usage(), (one * 3, 3));
+}
+
+#[test]
+fn content_larger_than_the_whole_budget_is_handed_out_but_not_kept() {
+    let store = CatalogStore::with_cache_budget(1000);
+    let content = store.remember(acme_db("sha256:big"));
+    assert_eq!(content.digest, "sha256:big");
+    assert!(store.cached("sha256:big").is_none());
+    assert_eq!(store.cache_usage(), (0, 0));
+}
+
+#[tokio::test]
+async fn evicted_content_is_read_again_from_where_the_catalog_says_it_lives() {
+    let one = content_bytes(&acme_db("sha256:x"));
+    let store = CatalogStore::with_cache_budget(one + one / 2);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles/acme-db/1.0.0");
+    let mut served = served("builtin", 0, "sha256:catalog", &[]);
+    Arc::make_mut(&mut served.bundles).insert(
+        "acme-db.v1.0.0".into(),
+        BundleLocation::Directory {
+            path: dir,
+            digest: "sha256:dir".into(),
+        },
+    );
+    store.serve(served);
+    let first = store
+        .bundle("builtin", "acme-db.v1.0.0", None)
+        .await
+        .unwrap();
+    assert_eq!(first.digest, "sha256:dir");
+    // Another bundle takes the only place; the next read loads the folder again.
+    store.remember(acme_db("sha256:other"));
+    assert!(store.cached("sha256:dir").is_none());
+    let again = store
+        .bundle("builtin", "acme-db.v1.0.0", Some("sha256:dir"))
+        .await
+        .unwrap();
+    assert_eq!(again.csv_name, "acme-db.v1.0.0");
+    assert!(!Arc::ptr_eq(&first, &again));
+}
+
+#[test]
+fn resolutions_share_the_served_catalogs_instead_of_copying_them() {
+    let store = CatalogStore::new();
+    store.serve(served("community", 0, "sha256:a", &["db", "cache"]));
+    let community = store.get("community").unwrap();
+    // One catalog serving everything: the selection is that catalog itself.
+    let alone = store.select(None).unwrap();
+    assert!(Arc::ptr_eq(&alone.catalog, &community.catalog));
+    assert!(Arc::ptr_eq(
+        &store.select(Some("community")).unwrap().catalog,
+        &community.catalog
+    ));
+
+    // Two catalogs: merged once, and the merge is shared until what they serve changes.
+    store.serve(served("builtin", -100, "sha256:b", &["db", "gateway"]));
+    let first = store.select(None).unwrap();
+    let second = store.select(None).unwrap();
+    assert!(Arc::ptr_eq(&first.catalog, &second.catalog));
+    assert_eq!(
+        first.catalog.packages.keys().collect::<Vec<_>>(),
+        ["cache", "db", "gateway"]
+    );
+    assert_eq!(origin(&first, "db"), "community");
+    // An unchanged poll serves the same content again under a new entry: still shared.
+    let again = ServedCatalog {
+        credentials: [("r.example".to_string(), windlass_oci::Auth::Anonymous)].into(),
+        ..(*community).clone()
+    };
+    store.serve(again);
+    let after_poll = store.select(None).unwrap();
+    assert!(Arc::ptr_eq(&first.catalog, &after_poll.catalog));
+    assert!(
+        after_poll.origin["db"]
+            .credentials
+            .contains_key("r.example")
+    );
+    // New content, or a new priority, makes a new merge.
+    store.serve(served("community", 0, "sha256:c", &["db"]));
+    let changed = store.select(None).unwrap();
+    assert!(!Arc::ptr_eq(&first.catalog, &changed.catalog));
+    assert_eq!(origin(&changed, "db"), "community");
+    assert!(!changed.catalog.packages.contains_key("cache"));
+    store.serve(served("builtin", 100, "sha256:b", &["db", "gateway"]));
+    assert_eq!(origin(&store.select(None).unwrap(), "db"), "builtin");
+}
+
+#[test]
+fn bundle_locations_come_from_catalog_images_unless_listed() {
+    let mut served = served("images", 0, "sha256:a", &["db"]);
+    Arc::make_mut(&mut served.catalog)
+        .packages
+        .get_mut("db")
+        .unwrap()
+        .bundles
+        .get_mut("db.images")
+        .unwrap()
+        .image = Some("r.example/db@sha256:1".into());
+    assert_eq!(
+        served.location("db.images"),
+        Some(BundleLocation::Image {
+            reference: "r.example/db@sha256:1".into()
+        })
+    );
+    assert_eq!(served.without_location().count(), 0);
+    assert_eq!(served.location("db.other"), None);
+    Arc::make_mut(&mut served.bundles).insert(
+        "db.images".into(),
+        BundleLocation::Directory {
+            path: "/bundles/db".into(),
+            digest: "sha256:d".into(),
+        },
+    );
+    assert!(matches!(
+        served.location("db.images"),
+        Some(BundleLocation::Directory { .. })
+    ));
 }

@@ -139,14 +139,17 @@ impl<'de> Deserialize<'de> for Name {
 /// Hands out one [`Name`] per distinct string.
 #[derive(Debug, Default)]
 pub struct Interner {
-    names: HashSet<Name, BuildHasherDefault<WordHasher>>,
+    names: HashSet<Name, FastHasher>,
 }
+
+/// Builds [`WordHasher`]s, for maps keyed by a catalog's names.
+pub type FastHasher = BuildHasherDefault<WordHasher>;
 
 /// A fast hasher for short trusted strings (names from one catalog): a word at a time,
 /// multiply and rotate. Not for keys an attacker picks to collide; a catalog's author could
 /// only slow their own catalog's loading.
 #[derive(Default)]
-struct WordHasher(u64);
+pub struct WordHasher(u64);
 
 impl Hasher for WordHasher {
     fn write(&mut self, bytes: &[u8]) {

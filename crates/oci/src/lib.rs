@@ -71,6 +71,14 @@ pub enum OciError {
     },
     #[error("{reference}: layers total more than {limit} bytes")]
     TooLarge { reference: String, limit: u64 },
+    #[error(
+        "{reference}: the registry sent more of blob {digest} than the {declared} bytes its manifest declares; the download was stopped"
+    )]
+    LargerThanDeclared {
+        reference: String,
+        digest: String,
+        declared: u64,
+    },
     #[error("{reference}: layer {digest}: {error}")]
     Unpack {
         reference: String,
@@ -229,12 +237,17 @@ fn sha256(bytes: &[u8]) -> String {
 
 /// Pulls a bundle image: checks every layer's media type before downloading, verifies each
 /// blob against its digest, and unpacks the layers in order into one tree.
+///
+/// What is downloaded is bounded by what arrives, not by what the manifest declares: the
+/// declared sizes must fit in `options.limits.max_total_bytes`, and each blob's download stops
+/// as soon as it passes its declared size, so a registry that understates a blob cannot make
+/// the pull read more than the limit.
 pub async fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled, OciError> {
     let parsed = parse_reference(reference)?;
     let client = client(options);
     let auth = options.auth.to_registry_auth();
-    let (manifest, digest, config) = client
-        .pull_manifest_and_config(&parsed, &auth)
+    let (manifest, digest) = client
+        .pull_image_manifest(&parsed, &auth)
         .await
         .map_err(|e| map_error(&parsed, e))?;
     for layer in &manifest.layers {
@@ -246,35 +259,23 @@ pub async fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled, 
             });
         }
     }
-    let compressed: u64 = manifest.layers.iter().map(|l| l.size.max(0) as u64).sum();
-    if compressed > options.limits.max_total_bytes {
+    let declared: u64 = manifest
+        .layers
+        .iter()
+        .chain([&manifest.config])
+        .map(|l| l.size.max(0) as u64)
+        .sum();
+    if declared > options.limits.max_total_bytes {
         return Err(OciError::TooLarge {
             reference: reference.into(),
             limit: options.limits.max_total_bytes,
         });
     }
+    let config = capped_blob(&client, &parsed, &manifest.config).await?;
+    let config = String::from_utf8_lossy(&config).into_owned();
     let mut files = FileTree::default();
     for layer in &manifest.layers {
-        let mut data = Vec::new();
-        client
-            .pull_blob(&parsed, layer, &mut data)
-            .await
-            .map_err(|e| match e {
-                OciDistributionError::DigestError(_) => OciError::DigestMismatch {
-                    reference: reference.into(),
-                    expected: layer.digest.clone(),
-                    actual: "(a different digest)".into(),
-                },
-                other => map_error(&parsed, other),
-            })?;
-        let actual = sha256(&data);
-        if actual != layer.digest {
-            return Err(OciError::DigestMismatch {
-                reference: reference.into(),
-                expected: layer.digest.clone(),
-                actual,
-            });
-        }
+        let data = capped_blob(&client, &parsed, layer).await?;
         let remaining = Limits {
             max_total_bytes: options
                 .limits
@@ -306,6 +307,77 @@ pub async fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled, 
         labels,
         files,
     })
+}
+
+/// One blob of `image`, read as a stream that stops as soon as it passes the size `descriptor`
+/// declares (the caller checked the declared sizes against its limit), and checked against
+/// its digest.
+async fn capped_blob(
+    client: &Client,
+    image: &Reference,
+    descriptor: &manifest::OciDescriptor,
+) -> Result<Vec<u8>, OciError> {
+    let reference = image.whole();
+    let declared = descriptor.size.max(0) as u64;
+    let stream = client
+        .pull_blob_stream(image, descriptor)
+        .await
+        .map_err(|e| map_error(image, e))?;
+    read_capped(stream, declared, &reference, &descriptor.digest).await
+}
+
+/// Reads `stream` to its end, refusing it once more than `declared` bytes arrived (or the
+/// response announces more), then checks the bytes against `digest`.
+pub(crate) async fn read_capped(
+    mut stream: oci_client::client::SizedStream,
+    declared: u64,
+    reference: &str,
+    digest: &str,
+) -> Result<Vec<u8>, OciError> {
+    let oversized = || OciError::LargerThanDeclared {
+        reference: reference.into(),
+        digest: digest.into(),
+        declared,
+    };
+    if stream
+        .content_length
+        .is_some_and(|length| length > declared)
+    {
+        return Err(oversized());
+    }
+    let mut data = Vec::with_capacity(declared.min(1 << 24) as usize);
+    while let Some(chunk) = futures::StreamExt::next(&mut stream).await {
+        let chunk = chunk.map_err(|e| {
+            let digest_error = e
+                .get_ref()
+                .is_some_and(|inner| inner.is::<oci_client::errors::DigestError>());
+            if digest_error {
+                OciError::DigestMismatch {
+                    reference: reference.into(),
+                    expected: digest.into(),
+                    actual: "(a different digest)".into(),
+                }
+            } else {
+                OciError::Registry {
+                    reference: reference.into(),
+                    message: format!("reading blob {digest}: {e}"),
+                }
+            }
+        })?;
+        if (data.len() + chunk.len()) as u64 > declared {
+            return Err(oversized());
+        }
+        data.extend_from_slice(&chunk);
+    }
+    let actual = sha256(&data);
+    if actual != digest {
+        return Err(OciError::DigestMismatch {
+            reference: reference.into(),
+            expected: digest.into(),
+            actual,
+        });
+    }
+    Ok(data)
 }
 
 /// Pulls and loads a bundle image. The annotations file wins over image labels; when the

@@ -12,6 +12,9 @@ use windlass_bundle::unpack::UnpackError;
 use windlass_bundle::{FileTree, Limits};
 use windlass_oci::{OciError, RegistryOptions, pull, pull_bundle};
 
+/// A body the server streams without end and without a `Content-Length`.
+const ENDLESS: &[u8] = b"\0endless";
+
 /// Path -> (status, headers, body).
 type Routes = BTreeMap<String, (u16, Vec<(String, String)>, Vec<u8>)>;
 
@@ -58,17 +61,27 @@ async fn serve(routes: Routes) -> String {
                             .to_vec(),
                     },
                 };
-                let mut out = format!(
-                    "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
-                    response.status,
-                    response.body.len()
-                );
+                let endless = response.body == ENDLESS;
+                let mut out = if endless {
+                    // No length announced: the body ends when the connection does.
+                    format!("HTTP/1.1 {} X\r\nConnection: close\r\n", response.status)
+                } else {
+                    format!(
+                        "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
+                        response.status,
+                        response.body.len()
+                    )
+                };
                 for (k, v) in &response.headers {
                     out.push_str(&format!("{k}: {v}\r\n"));
                 }
                 out.push_str("\r\n");
                 let _ = socket.write_all(out.as_bytes()).await;
-                if method != "HEAD" {
+                if endless {
+                    // Until the client hangs up; a pull that never stops never ends the test.
+                    let chunk = vec![b'x'; 64 << 10];
+                    while socket.write_all(&chunk).await.is_ok() {}
+                } else if method != "HEAD" {
                     let _ = socket.write_all(&response.body).await;
                 }
                 let _ = socket.shutdown().await;
@@ -237,6 +250,78 @@ async fn a_gzip_bomb_layer_stops_at_the_configured_cap() {
                 ..
             }
         ),
+        "{error}"
+    );
+}
+
+/// A registry whose manifest declares a small layer and then sends without end.
+fn understated(layer: &[u8]) -> Routes {
+    let mut routes = image(layer, layer, "application/vnd.oci.image.layer.v1.tar+gzip");
+    routes.insert(
+        format!("/v2/demo/blobs/{}", sha(layer)),
+        (200, vec![], ENDLESS.to_vec()),
+    );
+    routes
+}
+
+#[tokio::test]
+async fn a_blob_larger_than_its_descriptor_says_is_cut_off_at_the_declared_size() {
+    let layer = bundle_layer();
+    let addr = serve(understated(&layer)).await;
+    // The default limit is 256 MiB; the download must stop near the declared size instead.
+    let pulled = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        pull(&format!("{addr}/demo:1"), &options()),
+    )
+    .await
+    .expect("the pull stops on its own");
+    let error = pulled.unwrap_err();
+    assert!(
+        matches!(&error, OciError::LargerThanDeclared { declared, digest, .. }
+            if *declared == layer.len() as u64 && *digest == sha(&layer)),
+        "{error}"
+    );
+    assert!(error.to_string().contains("declares"), "{error}");
+}
+
+#[tokio::test]
+async fn a_blob_announcing_more_than_its_descriptor_is_refused_before_its_body() {
+    let layer = bundle_layer();
+    let mut routes = image(
+        &layer,
+        &layer,
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+    );
+    let mut padded = layer.clone();
+    padded.extend_from_slice(&vec![0u8; 1 << 20]);
+    routes.insert(
+        format!("/v2/demo/blobs/{}", sha(&layer)),
+        (200, vec![], padded),
+    );
+    let addr = serve(routes).await;
+    let error = pull(&format!("{addr}/demo:1"), &options())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, OciError::LargerThanDeclared { .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn declared_sizes_over_the_limit_are_refused_before_any_blob_is_read() {
+    let layer = bundle_layer();
+    let addr = serve(understated(&layer)).await;
+    let tiny = RegistryOptions {
+        limits: Limits {
+            max_total_bytes: 16,
+            max_files: 100,
+        },
+        ..options()
+    };
+    let error = pull(&format!("{addr}/demo:1"), &tiny).await.unwrap_err();
+    assert!(
+        matches!(&error, OciError::TooLarge { limit: 16, .. }),
         "{error}"
     );
 }

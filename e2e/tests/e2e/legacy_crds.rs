@@ -13,13 +13,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 use windlass_bundle::{Bundle, crd, legacy_apis, load_bundle};
 use windlass_testkit::unique_name;
 
-use crate::common::api_server::{
-    CreatedCrds, accepted, discovered, established, kubectl_with, lost, renamed, without_namespace,
-};
+use crate::common::api_server::{ApiServer, CreatedCrds, lost, renamed, without_namespace};
+
+/// Packages checked at once. Each sends its requests one after another or a few together, so
+/// the API server sees a bounded number in flight.
+const PACKAGES_AT_ONCE: usize = 8;
 
 /// Examples that are invalid even against the schema their authors shipped, and why; checked
 /// by reading each shipped CRD. They are reported, not counted as conversion failures.
@@ -125,81 +128,73 @@ struct Tally {
     examples_unserved: usize,
 }
 
-#[tokio::test]
+impl Tally {
+    fn add(&mut self, other: &Tally) {
+        self.bundles_with_crds += other.bundles_with_crds;
+        self.crds += other.crds;
+        self.v1beta1 += other.v1beta1;
+        self.shipped_crds_ok += other.shipped_crds_ok;
+        self.shipped_bundles_ok += other.shipped_bundles_ok;
+        self.converted_crds_ok += other.converted_crds_ok;
+        self.converted_bundles_ok += other.converted_bundles_ok;
+        self.other_objects += other.other_objects;
+        self.other_objects_ok += other.other_objects_ok;
+        self.examples += other.examples;
+        self.examples_ok += other.examples_ok;
+        self.examples_elsewhere += other.examples_elsewhere;
+        self.examples_unserved += other.examples_unserved;
+    }
+}
+
+/// What checking one package found.
+#[derive(Default)]
+struct Checked {
+    tally: Tally,
+    failures: Vec<String>,
+    /// `<package> <kind> #<index>` -> why the example failed.
+    example_failures: BTreeMap<String, String>,
+    /// Lines for the log, printed in package order.
+    notes: Vec<String>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn highest_corpus_bundles_are_accepted_after_conversion_and_their_examples_round_trip() {
     let Some(root) = windlass_corpus::operatorhub_or_skip() else {
         return;
     };
     let client = windlass_testkit::client().await;
     let ns = windlass_testkit::TestNamespace::create(&client, "legacy-crds").await;
+    let api = ApiServer::new(client.clone());
     let tag = unique_name("e2e").replace('-', "");
-    let mut t = Tally::default();
-    let mut failures = Vec::new();
-    let mut example_failures: BTreeMap<String, String> = BTreeMap::new();
-
     // WINDLASS_LEGACY_PACKAGES=a,b narrows the run to some packages when chasing one failure.
     let only: Option<Vec<String>> = std::env::var("WINDLASS_LEGACY_PACKAGES")
         .ok()
         .map(|v| v.split(',').map(str::to_string).collect());
-    for (package, bundle) in highest_versions(&root) {
-        if only.as_ref().is_some_and(|o| !o.contains(&package)) {
-            continue;
-        }
-        let shipped_crds: Vec<&Value> = bundle
-            .manifests
-            .iter()
-            .map(|m| &m.object)
-            .filter(|o| crd::is_crd(o))
+    let packages: Vec<(String, Bundle)> =
+        tokio::task::spawn_blocking(move || highest_versions(&root))
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|(package, _)| only.as_ref().is_none_or(|o| o.contains(package)))
             .collect();
-        if !shipped_crds.is_empty() {
-            t.bundles_with_crds += 1;
-            t.crds += shipped_crds.len();
-            t.v1beta1 += shipped_crds
-                .iter()
-                .filter(|c| c["apiVersion"] == crd::API_V1BETA1)
-                .count();
-            let ok = shipped_crds
-                .iter()
-                .filter(|c| accepted(c, &ns.name).is_ok())
-                .count();
-            t.shipped_crds_ok += ok;
-            t.shipped_bundles_ok += usize::from(ok == shipped_crds.len());
-        }
-        let converted = match legacy_apis::convert_manifests(&bundle.manifests) {
-            Ok(c) => c,
-            Err(e) => {
-                failures.push(format!("{package}: refused: {e}"));
-                continue;
-            }
-        };
-        let mut crds_ok = 0;
-        for m in &converted.objects {
-            let is_crd = crd::is_crd(&m.object);
-            if !is_crd {
-                t.other_objects += 1;
-            }
-            match accepted(&m.object, &ns.name) {
-                Ok(()) if is_crd => crds_ok += 1,
-                Ok(()) => t.other_objects_ok += 1,
-                Err(e) => failures.push(format!("{package} {}: {e}", m.file)),
-            }
-        }
-        t.converted_crds_ok += crds_ok;
-        if !shipped_crds.is_empty() && crds_ok == shipped_crds.len() {
-            t.converted_bundles_ok += 1;
-        }
-        examples(
-            &package,
-            &bundle,
-            &converted,
-            &ns.name,
-            &tag,
-            &mut t,
-            &mut failures,
-            &mut example_failures,
-        );
-    }
+    // In package order, several packages in flight.
+    let checked: Vec<Checked> = futures::stream::iter(&packages)
+        .map(|(package, bundle)| check_package(&api, package, bundle, &ns.name, &tag))
+        .buffered(PACKAGES_AT_ONCE)
+        .collect()
+        .await;
 
+    let mut t = Tally::default();
+    let mut failures = Vec::new();
+    let mut example_failures: BTreeMap<String, String> = BTreeMap::new();
+    for c in checked {
+        t.add(&c.tally);
+        failures.extend(c.failures);
+        example_failures.extend(c.example_failures);
+        for note in c.notes {
+            eprintln!("{note}");
+        }
+    }
     eprintln!(
         "bundles with CRDs: {}, CRDs: {} ({} v1beta1)",
         t.bundles_with_crds, t.crds, t.v1beta1
@@ -237,16 +232,78 @@ async fn highest_corpus_bundles_are_accepted_after_conversion_and_their_examples
     );
 }
 
-#[allow(clippy::too_many_arguments)]
-fn examples(
+/// One package: its CRDs as shipped and every converted object in a dry-run create, then its
+/// examples against its converted CRDs.
+async fn check_package(
+    api: &ApiServer,
+    package: &str,
+    bundle: &Bundle,
+    namespace: &str,
+    tag: &str,
+) -> Checked {
+    let mut c = Checked::default();
+    let shipped_crds: Vec<&Value> = bundle
+        .manifests
+        .iter()
+        .map(|m| &m.object)
+        .filter(|o| crd::is_crd(o))
+        .collect();
+    if !shipped_crds.is_empty() {
+        c.tally.bundles_with_crds += 1;
+        c.tally.crds += shipped_crds.len();
+        c.tally.v1beta1 += shipped_crds
+            .iter()
+            .filter(|crd| crd["apiVersion"] == crd::API_V1BETA1)
+            .count();
+        let verdicts =
+            futures::future::join_all(shipped_crds.iter().map(|o| api.accepted(o, namespace)))
+                .await;
+        let ok = verdicts.iter().filter(|v| v.is_ok()).count();
+        c.tally.shipped_crds_ok += ok;
+        c.tally.shipped_bundles_ok += usize::from(ok == shipped_crds.len());
+    }
+    let converted = match legacy_apis::convert_manifests(&bundle.manifests) {
+        Ok(converted) => converted,
+        Err(e) => {
+            c.failures.push(format!("{package}: refused: {e}"));
+            return c;
+        }
+    };
+    let verdicts = futures::future::join_all(
+        converted
+            .objects
+            .iter()
+            .map(|m| api.accepted(&m.object, namespace)),
+    )
+    .await;
+    let mut crds_ok = 0;
+    for (m, verdict) in converted.objects.iter().zip(verdicts) {
+        let is_crd = crd::is_crd(&m.object);
+        if !is_crd {
+            c.tally.other_objects += 1;
+        }
+        match verdict {
+            Ok(()) if is_crd => crds_ok += 1,
+            Ok(()) => c.tally.other_objects_ok += 1,
+            Err(e) => c.failures.push(format!("{package} {}: {e}", m.file)),
+        }
+    }
+    c.tally.converted_crds_ok += crds_ok;
+    if !shipped_crds.is_empty() && crds_ok == shipped_crds.len() {
+        c.tally.converted_bundles_ok += 1;
+    }
+    examples(api, package, bundle, &converted, namespace, tag, &mut c).await;
+    c
+}
+
+async fn examples(
+    api: &ApiServer,
     package: &str,
     bundle: &Bundle,
     converted: &legacy_apis::ConvertedManifests,
     namespace: &str,
     tag: &str,
-    t: &mut Tally,
-    failures: &mut Vec<String>,
-    example_failures: &mut BTreeMap<String, String>,
+    c: &mut Checked,
 ) {
     let csv = bundle
         .manifests
@@ -259,7 +316,8 @@ fn examples(
         return;
     };
     let Ok(list) = serde_json::from_str::<Vec<Value>>(text) else {
-        failures.push(format!("{package}: alm-examples is not a JSON list"));
+        c.failures
+            .push(format!("{package}: alm-examples is not a JSON list"));
         return;
     };
     // (group, kind) -> converted CRD
@@ -268,29 +326,34 @@ fn examples(
         .iter()
         .map(|m| &m.object)
         .filter(|o| crd::is_crd(o))
-        .map(|c| {
+        .map(|crd_object| {
             (
                 (
-                    c["spec"]["group"].as_str().unwrap_or_default().to_string(),
-                    c["spec"]["names"]["kind"]
+                    crd_object["spec"]["group"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    crd_object["spec"]["names"]["kind"]
                         .as_str()
                         .unwrap_or_default()
                         .to_string(),
                 ),
-                c,
+                crd_object,
             )
         })
         .collect();
-    // Every CRD the examples need exists before the first example is sent, so kubectl's
-    // discovery sees them all.
-    let mut created = CreatedCrds(Vec::new());
+    // This package's test CRDs, deleted when it is done (or, should it panic, by the guard).
+    let created = CreatedCrds::default();
+    let created = &created;
+    // Every CRD the examples need is served before the first example is sent.
+    let mut test_crds: BTreeMap<String, Value> = BTreeMap::new();
     let mut runnable = Vec::new();
     for (i, example) in list.iter().enumerate() {
-        let api = example["apiVersion"].as_str().unwrap_or_default();
-        let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+        let api_version = example["apiVersion"].as_str().unwrap_or_default();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let kind = example["kind"].as_str().unwrap_or_default().to_string();
         let Some(crd_object) = crds.get(&(group.to_string(), kind.clone())) else {
-            t.examples_elsewhere += 1;
+            c.tally.examples_elsewhere += 1;
             continue;
         };
         // Conversion never drops a version, so an unserved one is the example's own mistake.
@@ -300,59 +363,56 @@ fn examples(
             .flatten()
             .any(|v| v["name"] == version);
         if !served {
-            t.examples_unserved += 1;
-            eprintln!(
+            c.tally.examples_unserved += 1;
+            c.notes.push(format!(
                 "example {package} {kind} #{i}: invalid as shipped: {version} is not a version of its CRD"
-            );
+            ));
             continue;
         }
-        t.examples += 1;
+        c.tally.examples += 1;
         let test_crd = renamed(crd_object, tag);
         let crd_name = test_crd["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string();
-        if !created.0.contains(&crd_name) {
-            if let Err(e) = kubectl_with(&["create"], &test_crd) {
-                failures.push(format!("{package}: creating CRD {crd_name}: {e}"));
-                continue;
-            }
-            created.0.push(crd_name.clone());
-            if let Err(e) = established(&crd_name) {
-                failures.push(format!("{package}: CRD {crd_name}: {e}"));
-                continue;
-            }
-        }
-        runnable.push((i, example, kind, version.to_string(), *crd_object, test_crd));
+        test_crds.entry(crd_name.clone()).or_insert(test_crd);
+        runnable.push((i, example, kind, version.to_string(), *crd_object, crd_name));
     }
-    for name in &created.0 {
-        if let Err(e) = discovered(name) {
-            failures.push(format!("{package}: CRD {name}: {e}"));
+    let made = futures::future::join_all(test_crds.iter().map(|(name, crd_object)| async move {
+        (name, api.create_crd(crd_object, created).await)
+    }))
+    .await;
+    let mut unusable = Vec::new();
+    for (name, result) in made {
+        if let Err(e) = result {
+            c.failures.push(format!("{package}: CRD {name}: {e}"));
+            unusable.push(name.clone());
         }
     }
-    for (i, example, kind, version, crd_object, test_crd) in runnable {
-        let version = version.as_str();
+    let sends = runnable
+        .into_iter()
+        .filter(|(.., crd_name)| !unusable.contains(crd_name))
+        .map(|(i, example, kind, version, crd_object, crd_name)| {
+            let test_crd = &test_crds[&crd_name];
+            let mut sent = without_namespace(example);
+            sent["apiVersion"] = json!(format!(
+                "{}/{version}",
+                test_crd["spec"]["group"].as_str().unwrap_or_default()
+            ));
+            if sent.pointer("/metadata/name").is_none()
+                && sent.pointer("/metadata/generateName").is_none()
+            {
+                sent["metadata"]["name"] = json!(format!("example-{i}"));
+            }
+            async move {
+                let result = api.dry_run_create(&sent, namespace).await;
+                (i, kind, version, crd_object, sent, result)
+            }
+        });
+    let results = futures::future::join_all(sends).await;
+    for (i, kind, version, crd_object, sent, result) in results {
         let id = format!("{package} {kind} #{i}");
-        let mut sent = without_namespace(example);
-        sent["apiVersion"] = json!(format!(
-            "{}/{version}",
-            test_crd["spec"]["group"].as_str().unwrap_or_default()
-        ));
-        if sent.pointer("/metadata/name").is_none()
-            && sent.pointer("/metadata/generateName").is_none()
-        {
-            sent["metadata"]["name"] = json!(format!("example-{i}"));
-        }
-        match kubectl_with(
-            &[
-                "create",
-                "--dry-run=server",
-                "--validate=strict",
-                "-n",
-                namespace,
-            ],
-            &sent,
-        ) {
+        match result {
             Ok(got) => {
                 // With a status subresource the API server ignores status on create, by design.
                 let status_ignored = crd_object["spec"]["versions"]
@@ -369,16 +429,22 @@ fn examples(
                     }
                 }
                 if gone.is_empty() {
-                    t.examples_ok += 1;
+                    c.tally.examples_ok += 1;
                 } else {
-                    example_failures.insert(id, format!("fields lost: {}", gone.join(", ")));
+                    c.example_failures
+                        .insert(id, format!("fields lost: {}", gone.join(", ")));
                 }
             }
             Err(e) => {
-                example_failures.insert(id, e);
+                let message = match e {
+                    kube::Error::Api(status) => status.message,
+                    other => other.to_string(),
+                };
+                c.example_failures.insert(id, message);
             }
         }
     }
+    api.delete_crds(created).await;
 }
 
 /// Given etcd 0.9.4, whose CRDs are all `apiextensions.k8s.io/v1beta1` with no schema,

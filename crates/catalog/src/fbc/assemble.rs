@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::decode::{Fields, Schema};
 use crate::load::{IssueKind, LoadIssue};
 use crate::model::{Bundle, Catalog, Channel, Package, Property};
-use crate::name::{Interner, Name};
+use crate::name::{FastHasher, Interner, Name};
 use crate::validate::Severity;
 
 /// Where a blob was read: the file (an index into the assembler's file list), the 1-based
@@ -32,7 +32,7 @@ struct Parts {
 pub(crate) struct Assembler {
     pub interner: Interner,
     files: Vec<String>,
-    index: HashMap<Name, usize>,
+    index: HashMap<Name, usize, FastHasher>,
     parts: Vec<Parts>,
     pub issues: Vec<LoadIssue>,
 }

@@ -153,9 +153,12 @@ impl<'de> Visitor<'de> for BlobSeed<'_> {
                     fields.related_images = map.next_value::<Option<_>>()?.unwrap_or_default()
                 }
                 BlobKey::Entries => match fields.schema {
+                    // Bundle names repeat within a channel (an entry's name is the next one's
+                    // `replaces`), rarely across packages: a table per channel shares them
+                    // without growing the catalog-wide one by every bundle of the catalog.
                     Some(Schema::Channel) => {
                         fields.channel_entries =
-                            map.next_value_seed(EntriesSeed(&mut *self.0.interner))?
+                            map.next_value_seed(EntriesSeed(&mut Interner::default()))?
                     }
                     Some(Schema::Deprecations) => {
                         fields.deprecations = map.next_value::<Option<_>>()?.unwrap_or_default()
@@ -170,7 +173,7 @@ impl<'de> Visitor<'de> for BlobSeed<'_> {
         if let Some(entries) = deferred_entries {
             match fields.schema {
                 Some(Schema::Channel) => {
-                    fields.channel_entries = EntriesSeed(&mut *self.0.interner)
+                    fields.channel_entries = EntriesSeed(&mut Interner::default())
                         .deserialize(entries)
                         .map_err(de::Error::custom)?
                 }
@@ -427,13 +430,13 @@ impl<'de> Visitor<'de> for PropertySeed<'_> {
         f.write_str("a property ({type, value})")
     }
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Property, A::Error> {
-        let mut type_: Option<Name> = None;
+        let mut type_: Option<PropertyType> = None;
         let mut value = None;
         let mut deferred: Option<serde_json::Value> = None;
         while let Some(key) = map.next_key::<PropertyKey>()? {
             match key {
                 PropertyKey::Type => {
-                    type_ = Some(map.next_value_seed(NameSeed(&mut *self.0.interner))?)
+                    type_ = Some(map.next_value_seed(PropertyTypeSeed(&mut *self.0.interner))?)
                 }
                 PropertyKey::Value => match &type_ {
                     Some(t) => {
@@ -464,9 +467,44 @@ impl<'de> Visitor<'de> for PropertySeed<'_> {
     }
 }
 
+/// A property's `type`: the kinds windlass reads, or any other (interned, since it is kept).
+#[derive(Clone)]
+enum PropertyType {
+    Package,
+    PackageRequired,
+    Gvk,
+    GvkRequired,
+    Other(Name),
+}
+
+struct PropertyTypeSeed<'i>(&'i mut Interner);
+
+impl<'de> DeserializeSeed<'de> for PropertyTypeSeed<'_> {
+    type Value = PropertyType;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<PropertyType, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PropertyTypeSeed<'_> {
+    type Value = PropertyType;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a property type")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<PropertyType, E> {
+        Ok(match v {
+            "olm.package" => PropertyType::Package,
+            "olm.package.required" => PropertyType::PackageRequired,
+            "olm.gvk" => PropertyType::Gvk,
+            "olm.gvk.required" => PropertyType::GvkRequired,
+            other => PropertyType::Other(self.0.intern(other)),
+        })
+    }
+}
+
 /// A property's `value`, by its type.
 struct ValueSeed<'i> {
-    type_: Name,
+    type_: PropertyType,
     context: Context<'i>,
 }
 
@@ -474,8 +512,8 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     type Value = Property;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Property, D::Error> {
         let interner = self.context.interner;
-        match self.type_.as_str() {
-            "olm.package" => {
+        match self.type_ {
+            PropertyType::Package => {
                 let [package_name, version] =
                     d.deserialize_map(NamedFields::new(interner, ["packageName", "version"]))?;
                 Ok(Property::Package {
@@ -483,7 +521,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
                     version,
                 })
             }
-            "olm.package.required" => {
+            PropertyType::PackageRequired => {
                 let [package_name, version_range] =
                     d.deserialize_map(NamedFields::new(interner, ["packageName", "versionRange"]))?;
                 Ok(Property::PackageRequired {
@@ -491,7 +529,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
                     version_range,
                 })
             }
-            "olm.gvk" | "olm.gvk.required" => {
+            PropertyType::Gvk | PropertyType::GvkRequired => {
                 let [group, version, kind] =
                     d.deserialize_map(NamedFields::new(interner, ["group", "version", "kind"]))?;
                 let gvk = Gvk {
@@ -499,16 +537,16 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
                     version,
                     kind,
                 };
-                Ok(if self.type_ == "olm.gvk" {
+                Ok(if matches!(self.type_, PropertyType::Gvk) {
                     Property::Gvk(gvk)
                 } else {
                     Property::GvkRequired(gvk)
                 })
             }
-            _ => {
+            PropertyType::Other(type_) => {
                 let value = RawSeed(self.context.json).deserialize(d)?;
                 Ok(Property::Other {
-                    type_: self.type_,
+                    type_,
                     value: value.unwrap_or_else(|| RawJson::from_value(&serde_json::Value::Null)),
                 })
             }

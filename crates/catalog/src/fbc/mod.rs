@@ -107,34 +107,74 @@ pub fn read_tree(
     dir: &str,
     source: &str,
 ) -> Result<Loaded, LoadError> {
-    let dir = dir.trim_matches('/');
+    Ok(read_files(
+        tree.files.iter().map(|(k, v)| (k.as_str(), v.as_slice())),
+        dir,
+        source,
+    ))
+}
+
+/// [`read_tree`], letting go of each file's bytes as soon as it is read, so the raw files and
+/// the catalog read from them are not both held whole (a large catalog image is tens of
+/// megabytes of JSON).
+pub fn read_tree_owned(
+    tree: windlass_bundle::FileTree,
+    dir: &str,
+    source: &str,
+) -> Result<Loaded, LoadError> {
+    let dir = dir.to_string();
     let mut assembler = Assembler::default();
-    for (key, bytes) in &tree.files {
-        let inside = dir.is_empty() || key.starts_with(&format!("{dir}/"));
-        let path = Path::new(key);
-        if !inside || !is_catalog_file(path) {
-            continue;
-        }
-        let display = Path::new(source).join(key).display().to_string();
-        let index = assembler.file(display.clone());
-        if is_json(path) {
-            stream::read_json_bytes(bytes, index, &mut assembler);
-        } else {
-            read_yaml_bytes(bytes, index, &display, &mut assembler);
-        }
+    for (key, bytes) in tree.files {
+        read_file(&key, &bytes, &dir, source, &mut assembler);
     }
+    Ok(finish(assembler, source))
+}
+
+fn read_files<'a>(
+    files: impl Iterator<Item = (&'a str, &'a [u8])>,
+    dir: &str,
+    source: &str,
+) -> Loaded {
+    let mut assembler = Assembler::default();
+    for (key, bytes) in files {
+        read_file(key, bytes, dir, source, &mut assembler);
+    }
+    finish(assembler, source)
+}
+
+/// One file of a tree, when it is a catalog file under `dir`.
+fn read_file(key: &str, bytes: &[u8], dir: &str, source: &str, assembler: &mut Assembler) {
+    let dir = dir.trim_matches('/');
+    let inside = dir.is_empty()
+        || key
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'));
+    let path = Path::new(key);
+    if !inside || !is_catalog_file(path) {
+        return;
+    }
+    let display = Path::new(source).join(key).display().to_string();
+    let index = assembler.file(display.clone());
+    if is_json(path) {
+        stream::read_json_bytes(bytes, index, assembler);
+    } else {
+        read_yaml_bytes(bytes, index, &display, assembler);
+    }
+}
+
+fn finish(assembler: Assembler, source: &str) -> Loaded {
     let (catalog, issues) = assembler.finish();
     let package_sources = catalog
         .packages
         .keys()
         .map(|name| (name.clone(), std::path::PathBuf::from(source)))
         .collect();
-    Ok(Loaded {
+    Loaded {
         catalog,
         bundles: Vec::new(),
         issues,
         package_sources,
-    })
+    }
 }
 
 /// A catalog as the files of a catalog image: `configs/<package>/catalog.json`, one per

@@ -1,17 +1,30 @@
 //! Splitting a catalog file into blobs and decoding each on its own, so one malformed blob
 //! costs only itself: JSON files are concatenated values, read in chunks (memory stays near the
 //! catalog's own size, not the file's), YAML files are `---`-separated documents.
+//!
+//! JSON blobs are parsed where they lie, without a pass to find where each ends first: `opm`
+//! and windlass write every top-level value starting at the beginning of a line, and a newline
+//! cannot occur inside a JSON string, so the next `\n{` is where a blob most likely ends. The
+//! parser confirms it (the value must end there); when it does not (values on one line, a
+//! nested `{` at the start of a line, a malformed blob), the exact end is found by brackets and
+//! the blob decoded or reported on its own. Large buffers are decoded by two threads, split at
+//! such a line start; the split is used only when the first half's blobs end exactly there.
 
 use std::io::Read;
 
 use serde::de::DeserializeSeed;
 
 use super::assemble::{Assembler, Place};
-use super::decode::{BlobSeed, Context};
+use super::decode::{BlobSeed, Context, Fields};
 use crate::load::IssueKind;
+use crate::name::Interner;
 
 /// Bytes read at a time; a blob larger than this grows the buffer.
 const CHUNK: usize = 1 << 20;
+
+/// Below this many bytes a buffer is decoded on one thread: a second one would not pay for
+/// itself.
+const PARALLEL_FROM: usize = 256 << 10;
 
 /// Reads a JSON stream of blobs from `reader`. Only I/O errors stop it; everything else is a
 /// problem with one blob.
@@ -32,6 +45,7 @@ pub(crate) fn read_json_chunked(
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(chunk);
     let mut position = Position::new(file);
+    let mut helper = Interner::default();
     let mut end_of_input = false;
     loop {
         if !end_of_input {
@@ -42,7 +56,7 @@ pub(crate) fn read_json_chunked(
             };
             end_of_input = fill(&mut reader, &mut buf, want)?;
         }
-        let consumed = decode_available(&buf, end_of_input, &mut position, assembler);
+        let consumed = decode_available(&buf, end_of_input, &mut position, assembler, &mut helper);
         position.forget(&buf[..consumed]);
         buf.drain(..consumed);
         if end_of_input {
@@ -77,7 +91,13 @@ fn fill(reader: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> std::io::Resu
 /// Reads a JSON stream held in memory.
 pub(crate) fn read_json_bytes(bytes: &[u8], file: u32, assembler: &mut Assembler) {
     let mut position = Position::new(file);
-    decode_available(bytes, true, &mut position, assembler);
+    decode_available(
+        bytes,
+        true,
+        &mut position,
+        assembler,
+        &mut Interner::default(),
+    );
 }
 
 /// Line and document bookkeeping across chunks; lines are counted only when a message needs
@@ -131,27 +151,182 @@ impl Position {
 }
 
 fn newlines(bytes: &[u8]) -> u32 {
-    bytes.iter().filter(|b| **b == b'\n').count() as u32
+    memchr::memchr_iter(b'\n', bytes).count() as u32
+}
+
+/// What decoding a run of blobs found, in order.
+enum Decoded {
+    /// A blob that decoded, starting at this offset.
+    Blob(usize, Fields),
+    /// A blob at `begin..end` that did not, and why.
+    Bad(usize, usize, serde_json::Error),
+}
+
+/// How a run of blobs ended.
+#[derive(Debug, PartialEq)]
+enum Stop {
+    /// At `until` or the end of the data: the next blob starts at this offset.
+    Reached(usize),
+    /// A blob starts at this offset and does not end within the data.
+    Incomplete(usize),
+}
+
+/// Decodes the blobs starting in `data[from..until]` with `interner`. `text` is the longest
+/// valid UTF-8 prefix of `data`. Unless `last`, a blob that may continue past the data is left
+/// for later.
+fn decode_run(
+    data: &[u8],
+    text: &str,
+    from: usize,
+    until: usize,
+    last: bool,
+    interner: &mut Interner,
+) -> (Vec<Decoded>, Stop) {
+    let mut out = Vec::new();
+    let mut offset = from;
+    let finder = memchr::memmem::Finder::new(b"\n{");
+    // The next line that starts a value, searched for again only once passed (`None`: none
+    // up to the end), so a stream written on one line is still scanned once.
+    let mut next_line: Option<Option<usize>> = None;
+    loop {
+        let begin = offset + leading_whitespace(&data[offset..]);
+        if begin >= until || begin == data.len() {
+            return (out, Stop::Reached(begin));
+        }
+        let line = match next_line {
+            Some(Some(at)) if at > begin => Some(at),
+            Some(None) => None,
+            _ => {
+                let found = finder.find(&data[begin + 1..]).map(|at| begin + 1 + at);
+                next_line = Some(found);
+                found
+            }
+        };
+        // Where the blob ends if the next one starts a line.
+        let likely = line.or(last.then_some(data.len()));
+        if let Some(end) = likely
+            && let Some(candidate) = text.get(begin..end)
+            && let Ok(fields) = decode_str(candidate, interner)
+        {
+            out.push(Decoded::Blob(begin, fields));
+            offset = end;
+            continue;
+        }
+        // Not where a line start said: find the end by brackets.
+        let Some(length) = value_end(&data[begin..]) else {
+            return (out, Stop::Incomplete(begin));
+        };
+        let end = begin + length;
+        let exact = match text.get(begin..end) {
+            Some(blob) => decode_str(blob, interner),
+            None => decode_slice(&data[begin..end], interner),
+        };
+        out.push(match exact {
+            Ok(fields) => Decoded::Blob(begin, fields),
+            Err(error) => Decoded::Bad(begin, end, error),
+        });
+        offset = end;
+    }
+}
+
+fn decode_str(text: &str, interner: &mut Interner) -> Result<Fields, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let fields = BlobSeed(Context {
+        interner,
+        json: true,
+    })
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok(fields)
+}
+
+fn decode_slice(bytes: &[u8], interner: &mut Interner) -> Result<Fields, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let fields = BlobSeed(Context {
+        interner,
+        json: true,
+    })
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok(fields)
+}
+
+/// Where a second thread may start: the first line after the middle of `data` that begins a
+/// value.
+fn split_point(data: &[u8]) -> Option<usize> {
+    let middle = data.len() / 2;
+    memchr::memmem::find(&data[middle..], b"\n{").map(|at| middle + at + 1)
 }
 
 /// Decodes every complete value in `data`; returns how many bytes were used. Unless `last`, an
-/// incomplete value at the end is left for the next call.
+/// incomplete value at the end is left for the next call. `helper` is the second thread's
+/// interner, kept across calls.
 fn decode_available(
     data: &[u8],
     last: bool,
     position: &mut Position,
     assembler: &mut Assembler,
+    helper: &mut Interner,
 ) -> usize {
-    let mut offset = 0;
-    loop {
-        let begin = offset + leading_whitespace(&data[offset..]);
-        if begin == data.len() {
-            return data.len();
-        }
-        let Some(length) = value_end(&data[begin..]) else {
-            if !last {
-                return begin;
+    let text = match std::str::from_utf8(data) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    let split = (data.len() >= PARALLEL_FROM
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+    .then(|| split_point(data))
+    .flatten();
+    let (mut decoded, stop) = match split {
+        Some(split) => {
+            let interner = &mut assembler.interner;
+            let ((first, first_stop), second) = std::thread::scope(|scope| {
+                let second =
+                    scope.spawn(|| decode_run(data, text, split, data.len(), last, helper));
+                let first = decode_run(data, text, 0, split, last, interner);
+                (
+                    first,
+                    second.join().expect("a catalog decoding thread panicked"),
+                )
+            });
+            if first_stop == Stop::Reached(split) {
+                let (rest, stop) = second;
+                let mut all = first;
+                all.extend(rest);
+                (all, stop)
+            } else {
+                // The halves do not meet (a blob spans the split): decode on from where the
+                // first half stopped, and throw the second half's work away.
+                let from = match first_stop {
+                    Stop::Reached(at) | Stop::Incomplete(at) => at,
+                };
+                let (rest, stop) = decode_run(data, text, from, data.len(), last, interner);
+                let mut all = first;
+                all.extend(rest);
+                (all, stop)
             }
+        }
+        None => decode_run(data, text, 0, data.len(), last, &mut assembler.interner),
+    };
+    for item in decoded.drain(..) {
+        position.documents += 1;
+        match item {
+            Decoded::Blob(begin, fields) => {
+                let place = Place {
+                    file: position.file,
+                    document: position.documents,
+                    line: 0,
+                };
+                assembler.add(fields, place, || position.place(data, begin).line);
+            }
+            Decoded::Bad(begin, end, error) => {
+                report_bad_blob(&data[begin..end], &error, data, begin, position, assembler)
+            }
+        }
+    }
+    match stop {
+        Stop::Reached(_) => data.len(),
+        Stop::Incomplete(begin) if !last => begin,
+        Stop::Incomplete(begin) => {
             position.documents += 1;
             let place = position.place(data, begin);
             assembler.problem(
@@ -161,17 +336,8 @@ fn decode_available(
                 None,
                 "not JSON: a value starts here and never ends; the rest of the file is left out",
             );
-            return data.len();
-        };
-        position.documents += 1;
-        decode_blob(
-            &data[begin..begin + length],
-            data,
-            begin,
-            position,
-            assembler,
-        );
-        offset = begin + length;
+            data.len()
+        }
     }
 }
 
@@ -248,41 +414,23 @@ fn identity_of(value: &serde_json::Value) -> (Option<String>, Option<String>) {
     (package, name)
 }
 
-fn decode_blob(
+/// Reports a blob that did not decode: why, naming the field or the line.
+fn report_bad_blob(
     blob: &[u8],
+    error: &serde_json::Error,
     data: &[u8],
     begin: usize,
     position: &mut Position,
     assembler: &mut Assembler,
 ) {
-    let mut de = serde_json::Deserializer::from_slice(blob);
-    let seed = BlobSeed(Context {
-        interner: &mut assembler.interner,
-        json: true,
-    });
-    match seed
-        .deserialize(&mut de)
-        .and_then(|fields| de.end().map(|()| fields))
-    {
-        Ok(fields) => {
-            let place = Place {
-                file: position.file,
-                document: position.documents,
-                line: 0,
-            };
-            assembler.add(fields, place, || position.place(data, begin).line);
-        }
-        Err(e) => {
-            let place = position.place(data, begin);
-            match serde_json::from_slice::<serde_json::Value>(blob) {
-                Ok(value) => blob_problem(assembler, place, Some(&value), &e.to_string()),
-                Err(syntax) => {
-                    let line = place.line + syntax.line().saturating_sub(1) as u32;
-                    let message = format!("not JSON at line {line}: {}", without_position(&syntax));
-                    let (package, name) = sniff_identity(blob);
-                    blob_problem_message(assembler, place, package, name, message);
-                }
-            }
+    let place = position.place(data, begin);
+    match serde_json::from_slice::<serde_json::Value>(blob) {
+        Ok(value) => blob_problem(assembler, place, Some(&value), &error.to_string()),
+        Err(syntax) => {
+            let line = place.line + syntax.line().saturating_sub(1) as u32;
+            let message = format!("not JSON at line {line}: {}", without_position(&syntax));
+            let (package, name) = sniff_identity(blob);
+            blob_problem_message(assembler, place, package, name, message);
         }
     }
 }

@@ -308,3 +308,84 @@ fn a_catalog_image_tree_reads_back_as_the_same_catalog() {
     assert!(back.issues.is_empty(), "{:?}", back.issues);
     assert_eq!(back.catalog, catalog);
 }
+
+/// `text` read whole (decoded by two threads once it is large) and in small chunks (one
+/// thread), each giving the catalog and problems.
+fn read_both_ways(text: &str) -> [(crate::model::Catalog, Vec<crate::load::LoadIssue>); 2] {
+    let mut whole = Assembler::default();
+    let file = whole.file("c.json".into());
+    stream::read_json_bytes(text.as_bytes(), file, &mut whole);
+    let mut chunked = Assembler::default();
+    let file = chunked.file("c.json".into());
+    stream::read_json_chunked(text.as_bytes(), 4096, file, &mut chunked).unwrap();
+    [whole.finish(), chunked.finish()]
+}
+
+#[test]
+fn values_read_the_same_however_they_are_laid_out_on_lines() {
+    let blobs: Vec<String> = (0..30)
+        .map(|i| {
+            let blob: serde_json::Value =
+                serde_json::from_str(&bundle_blob("p", &format!("1.{i}.0"))).unwrap();
+            blob.to_string()
+        })
+        .collect();
+    let one_per_line = blobs.join("\n");
+    let layouts = [
+        // All on one line, with and without space between.
+        blobs.concat(),
+        blobs.join(" "),
+        // Nested values starting lines too, as some writers lay them out.
+        blobs
+            .iter()
+            .map(|b| b.replace("[{", "[\n{").replace(",{", ",\n{"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    ];
+    let [(expected, no_issues), _] = read_both_ways(&one_per_line);
+    assert!(no_issues.is_empty(), "{no_issues:?}");
+    assert_eq!(expected.packages["p"].bundles.len(), 30);
+    for text in layouts {
+        for (catalog, issues) in read_both_ways(&text) {
+            assert!(issues.is_empty(), "{issues:?}");
+            assert_eq!(catalog, expected);
+        }
+    }
+}
+
+#[test]
+fn a_large_stream_read_by_two_threads_agrees_with_one_thread_problems_included() {
+    // Well past the size at which two threads share the work; a bad blob in each half, and
+    // lines that start nested values so a split can land inside a blob.
+    let mut text = String::new();
+    let mut bad = 0;
+    for i in 0..3000 {
+        if i % 2 == 0 {
+            text.push_str(&bundle_blob("p", &format!("1.{i}.0")));
+        } else {
+            text.push_str(
+                &bundle_blob("q", &format!("2.{i}.0"))
+                    .replace("[\n", "[\n{\"type\": \"x.pad\", \"value\":\n{\"n\": 1}},\n"),
+            );
+        }
+        if i == 700 || i == 2300 {
+            text.push_str(
+                "{\"schema\": \"olm.bundle\", \"name\": \"p.v9.9.9\" \"package\": \"p\"}\n",
+            );
+            bad += 1;
+        }
+    }
+    assert!(text.len() > 512 << 10, "{}", text.len());
+    let [(whole, whole_issues), (chunked, chunked_issues)] = read_both_ways(&text);
+    assert_eq!(whole, chunked);
+    assert_eq!(whole_issues, chunked_issues);
+    assert_eq!(whole.packages["p"].bundles.len(), 1500);
+    assert_eq!(whole.packages["q"].bundles.len(), 1500);
+    assert_eq!(whole_issues.len(), bad, "{whole_issues:?}");
+    assert_eq!(whole_issues[0].document, Some(702));
+    assert!(
+        whole_issues[1].message.contains("not JSON"),
+        "{}",
+        whole_issues[1]
+    );
+}

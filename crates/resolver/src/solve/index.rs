@@ -2,12 +2,13 @@
 //! resolution against that catalog (a controller resolves many subscriptions per catalog change).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use windlass_catalog::{
     Bundle, Catalog, Constraint, Package,
     constraint::{Candidate, CelProperties, Predicate},
     model::Gvk,
+    name::FastHasher,
     range::{VersionRange, precedence},
     validate::channel_heads,
 };
@@ -26,7 +27,9 @@ pub(crate) enum Req<'c> {
         pkg: Option<PkgId>,
         /// The range could not be read; the requirement can never be met.
         bad_range: Option<String>,
-        cands: Vec<BundleId>,
+        /// Shared by every bundle that names the same package and range (the versions of a
+        /// package mostly repeat one), so it is worked out once.
+        cands: Arc<[BundleId]>,
     },
     /// `olm.gvk.required` (and CSV `required` CRDs): any owner of the API.
     Gvk(GvkId),
@@ -81,9 +84,9 @@ pub(crate) struct PackageInfo<'c> {
 pub(crate) struct Index<'c> {
     pub bundles: Vec<BundleInfo<'c>>,
     pub packages: Vec<PackageInfo<'c>>,
-    pub pkg_ids: HashMap<&'c str, PkgId>,
+    pub pkg_ids: HashMap<&'c str, PkgId, FastHasher>,
     pub gvks: Vec<&'c Gvk>,
-    pub gvk_ids: HashMap<&'c Gvk, GvkId>,
+    pub gvk_ids: HashMap<&'c Gvk, GvkId, FastHasher>,
     /// Owners of each API, best first (package order, then the package's own preference).
     pub providers: Vec<Vec<BundleId>>,
     /// The distinct constraints bundles carry (versions of a package often repeat one).
@@ -98,9 +101,12 @@ impl<'c> Index<'c> {
         let mut index = Index {
             bundles: Vec::new(),
             packages: Vec::with_capacity(catalog.packages.len()),
-            pkg_ids: HashMap::with_capacity(catalog.packages.len()),
+            pkg_ids: HashMap::with_capacity_and_hasher(
+                catalog.packages.len(),
+                FastHasher::default(),
+            ),
             gvks: Vec::new(),
-            gvk_ids: HashMap::new(),
+            gvk_ids: HashMap::default(),
             providers: Vec::new(),
             constraints: Vec::new(),
             cel_properties: Vec::new(),
@@ -139,24 +145,30 @@ impl<'c> Index<'c> {
         }
         // Requirements need every package numbered first.
         let mut constraint_ids: HashMap<String, u32> = HashMap::new();
+        // (package, range as written) -> (candidates, why the range is unreadable)
+        type Shared = (Arc<[BundleId]>, Option<String>);
+        let mut package_reqs: HashMap<(&str, &str), Shared, FastHasher> = HashMap::default();
         for id in 0..index.bundles.len() {
             let bundle = index.bundles[id].bundle;
             let mut requires = Vec::new();
             for (name, range) in bundle.required_packages() {
                 let pkg = index.pkg_ids.get(name).copied();
-                let (parsed, bad_range) = match VersionRange::parse(range) {
-                    Ok(r) => (Some(r), None),
-                    Err(e) => (None, Some(e.to_string())),
-                };
-                let cands = match (pkg, &parsed) {
-                    (Some(p), Some(r)) => index.packages[p as usize]
-                        .bundles
-                        .iter()
-                        .copied()
-                        .filter(|b| r.matches(&index.bundles[*b as usize].bundle.version))
-                        .collect(),
-                    _ => Vec::new(),
-                };
+                let (cands, bad_range) = package_reqs
+                    .entry((name, range))
+                    .or_insert_with(|| {
+                        let parsed = VersionRange::parse(range);
+                        let cands = match (pkg, &parsed) {
+                            (Some(p), Ok(r)) => index.packages[p as usize]
+                                .bundles
+                                .iter()
+                                .copied()
+                                .filter(|b| r.matches(&index.bundles[*b as usize].bundle.version))
+                                .collect(),
+                            _ => Arc::default(),
+                        };
+                        (cands, parsed.err().map(|e| e.to_string()))
+                    })
+                    .clone();
                 requires.push(Req::Package {
                     name,
                     range,

@@ -52,6 +52,11 @@ pub struct ManagerArgs {
     /// admin binds it to what a platform release may create.
     #[arg(long, default_value = windlass_clusterversion_controller::RELEASE_SERVICE_ACCOUNT)]
     pub release_service_account: String,
+    /// How many bytes of pulled bundle content (parsed manifests) stay cached for installs
+    /// and rollbacks; past it the least recently used bundle is dropped and pulled again when
+    /// next needed.
+    #[arg(long, default_value_t = windlass_catalog_store::DEFAULT_BUDGET_BYTES)]
+    pub bundle_cache_bytes: usize,
 }
 
 /// The CRDs the controllers need Established before they start.
@@ -183,7 +188,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
     state.set_ready(true);
-    let store = windlass_catalog_store::CatalogStore::new();
+    let store = windlass_catalog_store::CatalogStore::with_cache_budget(args.bundle_cache_bytes);
     // One signature checker for every controller: verdicts are cached once per digest.
     let trust = Arc::new(windlass_kit::TrustGate::new(
         client.clone(),
