@@ -155,6 +155,8 @@ fn newlines(bytes: &[u8]) -> u32 {
 }
 
 /// What decoding a run of blobs found, in order.
+// Nearly every item is a `Blob`: boxing its fields would cost one allocation per bundle.
+#[allow(clippy::large_enum_variant)]
 enum Decoded {
     /// A blob that decoded, starting at this offset.
     Blob(usize, Fields),
