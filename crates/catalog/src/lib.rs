@@ -9,9 +9,11 @@ pub mod lint;
 pub mod load;
 pub mod model;
 pub mod name;
+pub mod provider;
 pub mod range;
 pub mod validate;
 
 pub use constraint::Constraint;
 pub use load::{LoadError, load_catalog, load_catalogs};
 pub use model::{Bundle, Catalog, Channel, ChannelEntry, Deprecation, Package, Property};
+pub use provider::{Provider, ProviderType};
