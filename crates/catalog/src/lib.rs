@@ -6,6 +6,7 @@
 pub mod constraint;
 pub mod fbc;
 pub mod lint;
+pub mod listing;
 pub mod load;
 pub mod model;
 pub mod name;
