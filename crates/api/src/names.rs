@@ -7,8 +7,9 @@
 
 /// The field manager of every write windlass makes (server-side apply and status).
 pub const FIELD_MANAGER: &str = "windlass";
-/// The field manager of the `windlass` CLI's own edits (`rollback`, `resume`), so the
-/// controllers can tell a person's change from their own.
+/// The field manager of the `windlass` CLI's own edits (`rollback`, `resume`, `catalog delist`
+/// and `relist`), so the controllers, and GitOps tools, can tell a person's change from their
+/// own.
 pub const CLI_FIELD_MANAGER: &str = "windlass-cli";
 
 /// Labels windlass puts on what it creates.
@@ -29,8 +30,11 @@ pub mod labels {
     pub const CSV_NAMESPACE: &str = "windlass.dev/csv-namespace";
     /// On a Blueprint: the Subscription it belongs to.
     pub const SUBSCRIPTION: &str = "windlass.dev/subscription";
-    /// On a Blueprint and its revision Secrets: the package it installs.
+    /// On a Blueprint and its revision Secrets: the package it installs; on a Package view:
+    /// its package (when the name fits a label value).
     pub const PACKAGE: &str = "windlass.dev/package";
+    /// On a Package view: the Catalog that offers it (when the name fits a label value).
+    pub const CATALOG: &str = "windlass.dev/catalog";
     /// On a Subscription windlass created for a dependency: `true`.
     pub const DEPENDENCY: &str = "windlass.dev/dependency";
     /// On a revision Secret: the revision number.
@@ -110,6 +114,7 @@ pub mod controllers {
     pub const BLUEPRINT: &str = "windlass-blueprint";
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass-csv";
     pub const INSTALL_SCOPE: &str = "windlass-install-scope";
+    pub const PACKAGE_VIEW: &str = "windlass-package-view";
     pub const CLUSTER_VERSION: &str = "windlass-clusterversion";
 }
 
@@ -129,6 +134,10 @@ pub mod conditions {
         pub const INSTALLED: &str = "Installed";
         /// Every dependency has a Subscription (present only when there are dependencies).
         pub const DEPENDENCIES_SUBSCRIBED: &str = "DependenciesSubscribed";
+        /// What the Subscription installs (or asks for) is no longer offered: its catalog's
+        /// admin delisted it, or its catalog was deleted. Installed operators keep running and
+        /// get no upgrades (present once it has been true).
+        pub const DELISTED: &str = "Delisted";
     }
 
     /// A Blueprint's conditions.
@@ -165,6 +174,9 @@ pub mod conditions {
         pub const SERVING: &str = "Serving";
         /// Whether the served content's image was verified against the TrustPolicies.
         pub const VERIFIED: &str = "Verified";
+        /// Whether every version the catalog has passed lint and is offered (otherwise which
+        /// are held back, and what else is wrong with the content or `spec.delisted`).
+        pub const CONTENT_VALID: &str = "ContentValid";
     }
 
     /// The ClusterVersion's conditions, as the CVO names them.
@@ -263,6 +275,20 @@ pub mod reasons {
         pub const NO_CATALOG: &str = "NoCatalog";
         pub const CATALOG_NOT_SERVED: &str = "CatalogNotServed";
         pub const BUNDLE_UNAVAILABLE: &str = "BundleUnavailable";
+        /// The package or version is delisted (the `Delisted` condition says by whom and why).
+        pub const DELISTED: &str = "Delisted";
+    }
+
+    /// Why a Subscription's `Delisted` condition is what it is.
+    pub mod delisting {
+        /// The catalog's admin delisted the whole package.
+        pub const PACKAGE_DELISTED: &str = "PackageDelisted";
+        /// The catalog's admin delisted the version installed (or asked for).
+        pub const VERSION_DELISTED: &str = "VersionDelisted";
+        /// The catalog the package was installed from was deleted.
+        pub const CATALOG_REMOVED: &str = "CatalogRemoved";
+        /// Offered again: upgrades resume.
+        pub const LISTED: &str = "Listed";
     }
 
     /// A ClusterServiceVersion's phase reasons, as OLM names them.
@@ -330,6 +356,13 @@ pub mod reasons {
         pub const VERIFICATION_FAILED: &str = "VerificationFailed";
         /// The signatures could not be checked (registry or key material unreadable).
         pub const VERIFICATION_ERROR: &str = "VerificationError";
+        /// `ContentValid=True`: every version passed lint.
+        pub const VALID: &str = "Valid";
+        /// Some versions fail lint and are not offered.
+        pub const VERSIONS_HELD_BACK: &str = "VersionsHeldBack";
+        /// Every version is offered, but something else is wrong (a file that could not be
+        /// read, a default channel, `spec.delisted`).
+        pub const PROBLEMS_FOUND: &str = "ProblemsFound";
     }
 }
 
@@ -373,5 +406,87 @@ pub mod release_secret {
     pub fn name(digest: &str) -> String {
         let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
         format!("windlass-release-{}", &hex[..hex.len().min(20)])
+    }
+}
+
+/// Package views: one cluster-scoped `Package` per (catalog, package) pair.
+pub mod package_view {
+    /// The longest object name Kubernetes accepts for a cluster-scoped custom resource.
+    const MAX_NAME: usize = 253;
+
+    /// The Package object of `package` in `catalog`: `<package>.<catalog>` when that is a
+    /// valid object name, otherwise a cleaned-up form with a hash of both, so two pairs never
+    /// share a name.
+    pub fn name(catalog: &str, package: &str) -> String {
+        let plain = format!("{package}.{catalog}");
+        if is_subdomain(&plain) {
+            return plain;
+        }
+        let cleaned: String = plain
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let hash = format!("{:016x}", fnv1a(plain.as_bytes()));
+        let room = MAX_NAME - hash.len() - 1;
+        let stem: String = cleaned.chars().take(room).collect();
+        let stem = stem.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        format!("{stem}-{hash}")
+    }
+
+    /// `value` when it is a valid label value, so views can be selected by catalog and
+    /// package (`kubectl get wpkg -l windlass.dev/catalog=builtin`).
+    pub fn label_value(value: &str) -> Option<&str> {
+        let ok = value.len() <= 63
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && value.ends_with(|c: char| c.is_ascii_alphanumeric());
+        ok.then_some(value)
+    }
+
+    fn is_subdomain(name: &str) -> bool {
+        name.len() <= MAX_NAME
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            })
+    }
+
+    /// FNV-1a: stable across builds and platforms, which a name must be.
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+            (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn names_are_valid_and_distinct() {
+            assert_eq!(name("builtin", "acme-db"), "acme-db.builtin");
+            let upper = name("builtin", "Keycloak_Operator");
+            assert!(is_subdomain(&upper), "{upper}");
+            assert!(upper.starts_with("keycloak-operator.builtin-"), "{upper}");
+            assert_ne!(upper, name("builtin", "keycloak-operator"));
+            let long = name(&"c".repeat(200), &"p".repeat(100));
+            assert!(is_subdomain(&long) && long.len() <= MAX_NAME, "{long}");
+            assert_eq!(label_value("builtin"), Some("builtin"));
+            assert_eq!(label_value(&"x".repeat(64)), None);
+            assert_eq!(label_value("-x"), None);
+        }
     }
 }

@@ -21,6 +21,7 @@ fn builtin_store(builtin: &BuiltinCatalog, name: &str) -> Arc<CatalogStore> {
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        listing: Default::default(),
     });
     store
 }
@@ -136,6 +137,7 @@ async fn an_image_pinned_by_a_known_digest_is_not_pulled_again() {
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        listing: Default::default(),
     };
     std::sync::Arc::make_mut(&mut catalog.bundles).insert(
         "acme-gateway.v0.1.0".into(),

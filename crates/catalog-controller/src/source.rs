@@ -11,7 +11,8 @@ use windlass_bundle::FileTree;
 use windlass_catalog::{
     Catalog,
     fbc::{CONFIGS_LABEL, read_tree_owned},
-    load::{LoadIssue, Loaded, read_images},
+    listing::{Delisting, Listing, gate_with},
+    load::read_images,
 };
 use windlass_oci::{self as oci, OciError, RegistryOptions};
 
@@ -21,7 +22,7 @@ use crate::{
 };
 use windlass_api::names::reasons::catalog as reasons;
 use windlass_catalog_store::{
-    BundleContent, BundleLocation, CatalogStore, ServedCatalog, Verification,
+    BundleContent, BundleLocation, CatalogStore, ListingState, ServedCatalog, Verification,
 };
 use windlass_kit::TrustGate;
 use windlass_trust::{Artifact, ArtifactClass, Decision};
@@ -130,12 +131,31 @@ pub struct Content {
     /// What the signature check of the catalog image found (`None`: not an image, or read
     /// without checking).
     pub verification: Option<Verification>,
+    /// What the listing gate held back (the delisting is the Catalog spec's, added when
+    /// served).
+    pub listing: ListingState,
 }
 
 impl Content {
     /// Where a bundle's content lives (see [`ServedCatalog::location`]).
     pub fn location(&self, csv_name: &str) -> Option<BundleLocation> {
         windlass_catalog_store::location_in(&self.catalog, &self.bundles, csv_name)
+    }
+
+    /// What passed the listing gate, ready to be located and served.
+    fn gated(listing: Listing) -> Content {
+        Content {
+            digest: String::new(),
+            catalog: Arc::new(listing.catalog),
+            bundles: Arc::default(),
+            without_image: Vec::new(),
+            verification: None,
+            listing: ListingState {
+                held_back: listing.held_back,
+                problems: listing.problems,
+                delisting: Delisting::default(),
+            },
+        }
     }
 
     /// Content served before, read again unchanged: shared, not copied.
@@ -146,17 +166,21 @@ impl Content {
             bundles: previous.bundles.clone(),
             without_image: previous.without_location().map(str::to_string).collect(),
             verification: previous.verification.clone(),
+            listing: previous.listing.clone(),
         }
     }
 
-    /// The content as the store serves it for Catalog `name`.
+    /// The content as the store serves it for Catalog `name`, with what its spec delists.
     pub fn serve_as(
         self,
         name: &str,
         priority: i32,
         source: &CatalogSource,
         credentials: Credentials,
+        delisting: Delisting,
     ) -> ServedCatalog {
+        let mut listing = self.listing;
+        listing.delisting = delisting;
         ServedCatalog {
             name: name.to_string(),
             priority,
@@ -169,6 +193,7 @@ impl Content {
             },
             credentials,
             verification: self.verification,
+            listing,
         }
     }
 }
@@ -195,24 +220,44 @@ pub fn digest_of_digests<'a>(digests: impl IntoIterator<Item = &'a str>) -> Stri
     format!("sha256:{:x}", hasher.finalize())
 }
 
-/// The first problem that cost the catalog content, as a message.
-fn refuse_lost_content(loaded: &Loaded, image: &str) -> Result<(), SourceError> {
-    match loaded.issues.iter().find(|i| LoadIssue::loses_content(i)) {
-        Some(issue) => Err(SourceError::Invalid {
-            image: image.into(),
-            message: issue.to_string(),
-        }),
-        None => Ok(()),
+/// Content where nothing passed the listing gate is refused (the last good content stays
+/// served), with the first reasons.
+fn refuse_empty(listing: &Listing, image: &str) -> Result<(), SourceError> {
+    if !listing.catalog.packages.is_empty() {
+        return Ok(());
     }
+    let reasons: Vec<String> = listing
+        .problems
+        .iter()
+        .cloned()
+        .chain(
+            listing
+                .held_back
+                .iter()
+                .map(|h| format!("{} held back: {}", h.bundle, h.findings.join("; "))),
+        )
+        .take(3)
+        .collect();
+    let message = if reasons.is_empty() {
+        "no packages".to_string()
+    } else {
+        format!("nothing passed the listing gate: {}", reasons.join("; "))
+    };
+    Err(SourceError::Invalid {
+        image: image.into(),
+        message,
+    })
 }
 
 /// Parses the file-based catalog in a pulled catalog image's files: the folder the
 /// `operators.operatorframework.io.index.configs.v1` label names, else `configs/` when there
 /// is one, else the whole tree. Bundle locations are the `olm.bundle` blobs' `image` fields.
+/// Only what passes the listing gate is offered; `previous` is what was offered before.
 pub fn read_fbc(
     files: FileTree,
     labels: &BTreeMap<String, String>,
     image: &str,
+    previous: Option<&Catalog>,
 ) -> Result<Content, SourceError> {
     let dir = match labels.get(CONFIGS_LABEL) {
         Some(dir) => dir.as_str(),
@@ -226,15 +271,17 @@ pub fn read_fbc(
     let dir = dir.to_string();
     // The raw files go as they are read: a large catalog is never held twice.
     let loaded = read_tree_owned(files, &dir, image).map_err(|e| invalid(e.to_string()))?;
-    refuse_lost_content(&loaded, image)?;
-    if loaded.catalog.packages.is_empty() {
+    if loaded.catalog.packages.is_empty() && loaded.issues.is_empty() {
         return Err(invalid(format!(
             "no file-based-catalog packages under /{}",
             dir.trim_matches('/')
         )));
     }
+    let listing = gate_with(loaded, previous);
+    refuse_empty(&listing, image)?;
+    let mut content = Content::gated(listing);
     // Each bundle is served from the image its entry names; no second map of them is kept.
-    let without_image = loaded
+    content.without_image = content
         .catalog
         .packages
         .values()
@@ -242,13 +289,7 @@ pub fn read_fbc(
         .filter(|b| b.image.is_none())
         .map(|b| b.name.clone())
         .collect();
-    Ok(Content {
-        digest: String::new(),
-        catalog: Arc::new(loaded.catalog),
-        bundles: Arc::default(),
-        without_image,
-        verification: None,
-    })
+    Ok(content)
 }
 
 /// Reads a file-based-catalog image. Its manifest digest is read first (one request) and,
@@ -282,12 +323,15 @@ pub async fn read_image(
         .map_err(|e| SourceError::pull(reference, e))?;
     let (files, labels) = (pulled.files, pulled.labels);
     let image = reference.to_string();
-    let mut content = tokio::task::spawn_blocking(move || read_fbc(files, &labels, &image))
-        .await
-        .map_err(|e| SourceError::Invalid {
-            image: reference.into(),
-            message: format!("reading the catalog: {e}"),
-        })??;
+    let offered = previous.map(|p| p.catalog.clone());
+    let mut content = tokio::task::spawn_blocking(move || {
+        read_fbc(files, &labels, &image, offered.as_deref())
+    })
+    .await
+    .map_err(|e| SourceError::Invalid {
+        image: reference.into(),
+        message: format!("reading the catalog: {e}"),
+    })??;
     content.digest = pulled.digest;
     content.verification = verification;
     Ok(content)
@@ -354,11 +398,13 @@ async fn bundle_image(
 
 /// Pulls every bundle image (a few at a time) and groups them into packages. Each bundle is
 /// served from its image pinned by digest, and its pulled content goes straight into the
-/// store's cache, so an install does not pull it again.
+/// store's cache, so an install does not pull it again. Only bundles that pass the listing
+/// gate are offered; two references to the same content (tags of one digest) count once.
 pub async fn read_bundle_images(
     references: &[String],
     options: impl Fn(&str) -> RegistryOptions,
     store: &CatalogStore,
+    previous: Option<&Catalog>,
 ) -> Result<Content, SourceError> {
     let mut unique: Vec<String> = Vec::new();
     for reference in references {
@@ -381,7 +427,11 @@ pub async fn read_bundle_images(
     let digest = digest_of_digests(pulled.iter().map(|(_, _, d, _)| d.as_str()));
     let mut images = Vec::new();
     let mut fresh_content = Vec::new();
+    let mut seen_digests = std::collections::BTreeSet::new();
     for (reference, bundle, manifest_digest, fresh) in pulled {
+        if !seen_digests.insert(manifest_digest.clone()) {
+            continue;
+        }
         let pinned = pinned(&reference, &manifest_digest);
         if fresh {
             let version = bundle.csv.version().map_err(|e| SourceError::Invalid {
@@ -403,12 +453,10 @@ pub async fn read_bundle_images(
         image: "bundle images".into(),
         message: e.to_string(),
     })?;
-    refuse_lost_content(&loaded, "bundle images")?;
-    // Only content that makes a valid catalog is kept for installs.
-    for content in fresh_content {
-        store.remember(content);
-    }
-    let bundles = loaded
+    let listing = gate_with(loaded, previous);
+    refuse_empty(&listing, "bundle images")?;
+    let mut content = Content::gated(listing);
+    let bundles: BTreeMap<String, BundleLocation> = content
         .catalog
         .packages
         .values()
@@ -418,13 +466,19 @@ pub async fn read_bundle_images(
             Some((b.name.clone(), BundleLocation::Image { reference }))
         })
         .collect();
-    Ok(Content {
-        digest,
-        catalog: Arc::new(loaded.catalog),
-        bundles: Arc::new(bundles),
-        without_image: Vec::new(),
-        verification: None,
-    })
+    // Only content that is offered is kept for installs.
+    for fresh in fresh_content {
+        let offered = bundles
+            .get(&fresh.csv_name)
+            .and_then(BundleLocation::digest)
+            == Some(fresh.digest.as_str());
+        if offered {
+            store.remember(fresh);
+        }
+    }
+    content.digest = digest;
+    content.bundles = Arc::new(bundles);
+    Ok(content)
 }
 
 /// Reads catalogs. Holds the built-in catalog once it was first needed (its folder lives as
@@ -490,6 +544,7 @@ impl Reader {
                     bundles: builtin.bundles.clone(),
                     without_image: Vec::new(),
                     verification: None,
+                    listing: builtin.listing.clone(),
                 })
             }
             CatalogSourceType::Image => {
@@ -510,13 +565,21 @@ impl Reader {
                 if source.bundle_images.is_empty() {
                     return Err(SourceError::NoBundleImages);
                 }
-                read_bundle_images(&source.bundle_images, options, store).await
+                let previous = store.get(name);
+                read_bundle_images(
+                    &source.bundle_images,
+                    options,
+                    store,
+                    previous.as_ref().map(|p| &p.catalog),
+                )
+                .await
             }
         }
     }
 
     /// Reads a catalog and serves it under `name`. When the read fails, the content served
-    /// before stays served (at the new priority) and the error is returned.
+    /// before stays served (at the new priority, with the new delisting) and the error is
+    /// returned.
     pub async fn poll(
         &self,
         name: &str,
@@ -524,6 +587,7 @@ impl Reader {
         credentials: &Credentials,
         store: &CatalogStore,
     ) -> Result<Arc<ServedCatalog>, SourceError> {
+        let delisting = delisting(spec).0;
         match self.read(name, &spec.source, credentials, store).await {
             Ok(content) => {
                 store.serve(content.serve_as(
@@ -531,17 +595,18 @@ impl Reader {
                     spec.priority,
                     &spec.source,
                     credentials.clone(),
+                    delisting,
                 ));
                 Ok(store.get(name).expect("just served"))
             }
             Err(error @ SourceError::Untrusted { .. }) => {
                 self.withdraw_unless_trusted(name, &spec.source, credentials, store)
                     .await;
-                keep_serving(store, name, spec.priority);
+                keep_serving(store, name, spec.priority, &delisting);
                 Err(error)
             }
             Err(error) => {
-                keep_serving(store, name, spec.priority);
+                keep_serving(store, name, spec.priority, &delisting);
                 Err(error)
             }
         }
@@ -585,14 +650,28 @@ impl Reader {
     }
 }
 
-/// After a failed read: the last good content stays served, at the priority the spec asks for
-/// now.
-pub fn keep_serving(store: &CatalogStore, name: &str, priority: i32) {
+/// What a Catalog's spec delists, and what is wrong with how it says it.
+pub fn delisting(
+    spec: &windlass_api::CatalogSpec,
+) -> (Delisting, Vec<windlass_catalog::listing::DelistingProblem>) {
+    Delisting::from_entries(spec.delisted.iter().map(|d| {
+        (
+            d.package.as_str(),
+            d.versions.as_slice(),
+            d.reason.as_deref().unwrap_or_default(),
+        )
+    }))
+}
+
+/// Content served before stays served, at the priority and with the delisting the spec asks
+/// for now (after a failed read, or when only those changed).
+pub fn keep_serving(store: &CatalogStore, name: &str, priority: i32, delisting: &Delisting) {
     if let Some(old) = store.get(name)
-        && old.priority != priority
+        && (old.priority != priority || &old.listing.delisting != delisting)
     {
         let mut again = (*old).clone();
         again.priority = priority;
+        again.listing.delisting = delisting.clone();
         store.serve(again);
     }
 }

@@ -174,6 +174,8 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         "templates/role.yaml",
         "--show-only",
         "templates/clusterrole-view.yaml",
+        "--show-only",
+        "templates/clusterrole-package-reader.yaml",
     ]));
     let chart = objects_of(&rendered);
     let plain = objects_of(&run_ok(kubectl().args([
@@ -192,9 +194,11 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         [
             "ClusterRole/windlass-manager",
             "ClusterRole/windlass-manager-custom-resources",
+            "ClusterRole/windlass-package-reader",
             "ClusterRole/windlass-view",
             "ClusterRoleBinding/windlass-manager",
             "ClusterRoleBinding/windlass-manager-custom-resources",
+            "ClusterRoleBinding/windlass-package-reader",
             "Role/windlass-leader-election",
             "RoleBinding/windlass-leader-election",
             "ServiceAccount/windlass",
@@ -223,6 +227,13 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
             );
         }
     }
+    // Every signed-in user reads the Package views, and only reads them.
+    let reader = &chart["ClusterRoleBinding/windlass-package-reader"];
+    assert_eq!(reader["subjects"][0]["name"], "system:authenticated");
+    assert_eq!(
+        chart["ClusterRole/windlass-package-reader"]["rules"],
+        serde_json::json!([{"apiGroups": ["windlass.dev"], "resources": ["packages"], "verbs": ["get", "list", "watch"]}])
+    );
     // The rule that makes installing arbitrary operators possible is there, and documented.
     let rules = chart["ClusterRole/windlass-manager"]["rules"]
         .as_array()

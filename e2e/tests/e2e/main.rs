@@ -11,6 +11,8 @@
 mod common;
 
 mod blueprint_lifecycle;
+mod catalog_listing;
+mod catalog_removal;
 mod catalog_sources;
 mod cluster_version_drift;
 mod cluster_version_graph;
@@ -36,6 +38,7 @@ mod lifecycle_uninstall;
 mod manager_image;
 mod manager_kills;
 mod oci_bundles;
+mod package_views;
 mod private_registry;
 mod registry_and_helm;
 mod release_payloads;

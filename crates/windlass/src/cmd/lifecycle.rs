@@ -54,7 +54,7 @@ pub fn resume(args: Target) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(resume_async(args))
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)

@@ -60,8 +60,9 @@ pub struct ManagerArgs {
 }
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 8] = [
+const CRDS: [&str; 9] = [
     "catalogs.windlass.dev",
+    "packages.windlass.dev",
     "subscriptions.windlass.dev",
     "blueprints.windlass.dev",
     "clusterserviceversions.windlass.dev",
@@ -140,6 +141,11 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     }
     info!(controllers = ?args.controllers, %scope, "reconciling");
     let runs = |controller| args.controllers.contains(&controller);
+    if runs(scope::Controller::Package) && !runs(scope::Controller::Catalog) {
+        warn!(
+            "the package controller shows what this process's catalog controller serves; without `catalog` in --controllers it does not run"
+        );
+    }
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let state = Arc::new(http::State::default());
@@ -269,6 +275,18 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                         tracing::error!(%error, "the ClusterVersion controller could not start");
                     }
                 }
+            ),
+            // Package views are cluster-wide and need this process's served catalogs.
+            scope::only_if(
+                runs(scope::Controller::Package)
+                    && runs(scope::Controller::Catalog)
+                    && args.watch_namespace.is_none(),
+                windlass_package_controller::run(
+                    client.clone(),
+                    store.clone(),
+                    registry.controller("package"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
             ),
             scope::only_if(
                 runs(scope::Controller::InstallScope),
