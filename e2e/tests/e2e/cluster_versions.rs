@@ -266,8 +266,9 @@ fn release_writes(from: usize) -> usize {
         .count()
 }
 
-/// How often the release account wrote (patch, create, delete) each object, as (verb,
-/// resource, namespace, name), in the audit lines `from..to`.
+/// How often the release account wrote (patch, create, delete) each object successfully, as
+/// (verb, resource, namespace, name), in the audit lines `from..to`. A write the API server did
+/// not carry out (its client killed mid-request, a timeout) does not count.
 pub(crate) fn release_writes_by_object(
     from: usize,
     to: usize,
@@ -287,6 +288,9 @@ pub(crate) fn release_writes_by_object(
             e["stage"] == "ResponseComplete"
                 && e["impersonatedUser"]["username"] == account.as_str()
                 && matches!(e["verb"].as_str(), Some("patch" | "create" | "delete" | "update"))
+                && e["responseStatus"]["code"]
+                    .as_u64()
+                    .is_some_and(|code| (200..300).contains(&code))
         })
     {
         let o = &event["objectRef"];
