@@ -20,7 +20,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command},
+    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -373,7 +373,14 @@ fn kubectl_levels(work: &Path, prefix: &str, sizes: &Sizes, version: &str) -> Du
         );
         let running: Vec<(Child, &Vec<String>)> = waits
             .iter()
-            .map(|args| (kubectl().args(args).spawn().expect("kubectl"), args))
+            .map(|args| {
+                let child = kubectl()
+                    .args(args)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("kubectl");
+                (child, args)
+            })
             .collect();
         for (mut child, args) in running {
             let status = child.wait().unwrap();
