@@ -54,7 +54,12 @@ struct Sizes {
     rounds: usize,
 }
 
-fn payload(prefix: &str, sizes: &Sizes, version: &str, broken_level: Option<usize>) -> SyntheticPayload {
+fn payload(
+    prefix: &str,
+    sizes: &Sizes,
+    version: &str,
+    broken_level: Option<usize>,
+) -> SyntheticPayload {
     SyntheticPayload {
         version: Version::parse(version).unwrap(),
         levels: sizes.levels,
@@ -108,7 +113,11 @@ async fn main() {
         let tree = synthetic_payload(&payload("wl", &sizes, version, broken_level));
         let dir = work.join("windlass").join(version);
         write_tree(&tree, &dir);
-        images.push(release_new(&dir, version, &format!("{repository}:{version}")));
+        images.push(release_new(
+            &dir,
+            version,
+            &format!("{repository}:{version}"),
+        ));
     }
     let cluster_versions = Api::<ClusterVersion>::all(client.clone());
     start_afresh(&cluster_versions).await;
@@ -175,7 +184,13 @@ async fn main() {
                "rollback": {"automatic": true}}),
     )
     .await;
-    let rollback = broken_rolls_back(&cluster_versions, &images[sizes.rounds + 1], &broken, versions.last().unwrap()).await;
+    let rollback = broken_rolls_back(
+        &cluster_versions,
+        &images[sizes.rounds + 1],
+        &broken,
+        versions.last().unwrap(),
+    )
+    .await;
     let broken_level = sizes.levels / 2;
     println!(
         "{broken} failing at level {:02} ({broken_level} of {}) to {} Available again (automatic rollback): {:.2}s",
@@ -195,7 +210,12 @@ async fn main() {
 async fn release_account(admin: &Client) {
     let namespace = windlass_testkit::manager::namespace().expect("the manager's namespace");
     let accounts = Api::<ServiceAccount>::namespaced(admin.clone(), &namespace);
-    if accounts.get_opt("windlass-release").await.unwrap().is_none() {
+    if accounts
+        .get_opt("windlass-release")
+        .await
+        .unwrap()
+        .is_none()
+    {
         let account: ServiceAccount =
             serde_json::from_value(json!({"metadata": {"name": "windlass-release"}})).unwrap();
         accounts
@@ -247,7 +267,12 @@ async fn start_afresh(versions: &Api<ClusterVersion>) {
         .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())
         .await;
     let start = Instant::now();
-    while versions.get_opt(CLUSTER_VERSION_NAME).await.unwrap().is_some() {
+    while versions
+        .get_opt(CLUSTER_VERSION_NAME)
+        .await
+        .unwrap()
+        .is_some()
+    {
         assert!(start.elapsed() < LIMIT, "the old ClusterVersion stays");
         tokio::time::sleep(POLL).await;
     }
@@ -263,8 +288,10 @@ async fn set_spec(versions: &Api<ClusterVersion>, manager: &str, spec: serde_jso
         .patch(
             CLUSTER_VERSION_NAME,
             &PatchParams::apply(manager).force(),
-            &Patch::Apply(json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
-                "metadata": {"name": CLUSTER_VERSION_NAME}, "spec": spec})),
+            &Patch::Apply(
+                json!({"apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
+                "metadata": {"name": CLUSTER_VERSION_NAME}, "spec": spec}),
+            ),
         )
         .await
         .expect("the ClusterVersion");
@@ -292,7 +319,10 @@ async fn update_to(versions: &Api<ClusterVersion>, image: &str, release: &str) -
         json!({"desiredUpdate": {"image": image, "force": true}}),
     )
     .await;
-    wait_for(versions, &format!("{release} completed"), |v| completed(v, release)).await;
+    wait_for(versions, &format!("{release} completed"), |v| {
+        completed(v, release)
+    })
+    .await;
     start.elapsed()
 }
 

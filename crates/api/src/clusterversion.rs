@@ -129,7 +129,10 @@ pub struct DataKeyRef {
 impl DataKeyRef {
     /// `key`, or `default` when it names none.
     pub fn data_key<'a>(&'a self, default: &'a str) -> &'a str {
-        self.key.as_deref().filter(|k| !k.is_empty()).unwrap_or(default)
+        self.key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .unwrap_or(default)
     }
 }
 

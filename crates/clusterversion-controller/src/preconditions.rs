@@ -125,17 +125,32 @@ mod tests {
         let desired = DesiredUpdate::default();
         let (ok, _, message) = upgradeable(&[dns()]);
         assert!(!ok);
-        assert!(message.contains("dns (AdminAckRequired: check the DNS settings)"), "{message}");
+        assert!(
+            message.contains("dns (AdminAckRequired: check the DNS settings)"),
+            "{message}"
+        );
         assert!(upgradeable(&[]).0);
-        assert_eq!(judge(&[dns()], Some(&v("4.1.0")), &v("4.1.1"), &desired), Ok(String::new()));
+        assert_eq!(
+            judge(&[dns()], Some(&v("4.1.0")), &v("4.1.1"), &desired),
+            Ok(String::new())
+        );
         let refusal = judge(&[dns()], Some(&v("4.1.0")), &v("4.2.0"), &desired).unwrap_err();
-        assert!(refusal.contains("ClusterOperatorUpgradeable-dns"), "{refusal}");
+        assert!(
+            refusal.contains("ClusterOperatorUpgradeable-dns"),
+            "{refusal}"
+        );
         let accepted = DesiredUpdate {
             accept_risks: vec!["ClusterOperatorUpgradeable-dns".into()],
             ..DesiredUpdate::default()
         };
         let let_through = judge(&[dns()], Some(&v("4.1.0")), &v("4.2.0"), &accepted).unwrap();
-        assert!(let_through.contains("ClusterOperatorUpgradeable-dns"), "{let_through}");
-        assert_eq!(judge(&[dns()], None, &v("4.2.0"), &desired), Ok(String::new()));
+        assert!(
+            let_through.contains("ClusterOperatorUpgradeable-dns"),
+            "{let_through}"
+        );
+        assert_eq!(
+            judge(&[dns()], None, &v("4.2.0"), &desired),
+            Ok(String::new())
+        );
     }
 }

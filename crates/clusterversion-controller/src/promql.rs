@@ -38,7 +38,10 @@ pub async fn endpoint(
     spec: &PrometheusEndpoint,
 ) -> Result<Endpoint, String> {
     let base = base_url(&spec.url)?;
-    let timeout = spec.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS).clamp(1, 300);
+    let timeout = spec
+        .timeout_seconds
+        .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+        .clamp(1, 300);
     let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(timeout as u64));
     if let Some(ca) = &spec.ca_config_map {
         let pem = config_map_value(client, namespace, ca).await?;
@@ -304,7 +307,12 @@ mod tests {
         ));
         let answer = endpoint.query("max(").await.unwrap();
         let _ = server.await;
-        assert!(answer.matches().unwrap_err().contains("bad_data: parse error"));
+        assert!(
+            answer
+                .matches()
+                .unwrap_err()
+                .contains("bad_data: parse error")
+        );
 
         // Not a query API at all.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -316,7 +324,10 @@ mod tests {
         let server = tokio::spawn(answer_once(listener, "403 Forbidden", "no access"));
         let error = endpoint.query("up").await.unwrap_err();
         let _ = server.await;
-        assert!(error.contains("answered 403 Forbidden: no access"), "{error}");
+        assert!(
+            error.contains("answered 403 Forbidden: no access"),
+            "{error}"
+        );
     }
 
     #[tokio::test]

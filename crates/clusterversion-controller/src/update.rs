@@ -475,9 +475,8 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                     component: waiting.component.clone(),
                     waiting_for: format!("{} {}", waiting.object, waiting.message),
                     since: Some(Time(started)),
-                    estimated_completion_time: remaining.map(|r| {
-                        Time(now + SignedDuration::from_secs(r.round() as i64))
-                    }),
+                    estimated_completion_time: remaining
+                        .map(|r| Time(now + SignedDuration::from_secs(r.round() as i64))),
                 });
                 let verb = if completed {
                     "Restoring"

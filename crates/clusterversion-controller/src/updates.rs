@@ -13,8 +13,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use windlass_api::{
     ClusterVersion, ClusterVersionStatus, Condition, ConditionStatus,
     clusterversion::{
-        AvailableRelease, ConditionalRelease, PromQlRule, RiskMatchingRule, UpdateRisk,
-        UpdateState,
+        AvailableRelease, ConditionalRelease, PromQlRule, RiskMatchingRule, UpdateRisk, UpdateState,
     },
     names::{conditions::cluster_version as types, reasons::cluster_version as reasons},
 };
@@ -209,7 +208,9 @@ pub fn resolve(
             reasons::CONDITIONAL_UPDATE_RISKS,
             format!(
                 "the update to {version} is not recommended ({}): {}; to go anyway, list {} in spec.desiredUpdate.acceptRisks (or set force)",
-                recommended.map(|c| c.reason.as_str()).unwrap_or("NotEvaluated"),
+                recommended
+                    .map(|c| c.reason.as_str())
+                    .unwrap_or("NotEvaluated"),
                 recommended
                     .map(|c| c.message.as_str())
                     .unwrap_or("its risks were not evaluated"),
@@ -313,9 +314,7 @@ pub async fn retrieve_updates(
                 QueryResults::new()
             } else {
                 let endpoint = match &version.spec.prometheus {
-                    Some(spec) => {
-                        promql::endpoint(&ctx.shell.client, &ctx.namespace, spec).await
-                    }
+                    Some(spec) => promql::endpoint(&ctx.shell.client, &ctx.namespace, spec).await,
                     None => Err(promql::NOT_CONFIGURED.to_string()),
                 };
                 promql::run(&endpoint, queries).await
@@ -372,7 +371,12 @@ impl CheckTimer {
 
 impl Drop for CheckTimer {
     fn drop(&mut self) {
-        if let Some((_, task)) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some((_, task)) = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             task.abort();
         }
     }
@@ -433,8 +437,14 @@ mod tests {
     fn a_risky_update_needs_its_risk_accepted_and_an_unknown_version_names_what_is_offered() {
         let graph = Graph::parse(GRAPH.as_bytes(), "test").unwrap();
         let current = Version::parse("4.1.0").unwrap();
-        let (available, conditional) =
-            offered(&graph, &current, &QueryResults::new(), &BTreeSet::new(), Timestamp::UNIX_EPOCH).unwrap();
+        let (available, conditional) = offered(
+            &graph,
+            &current,
+            &QueryResults::new(),
+            &BTreeSet::new(),
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
         assert_eq!(available[0].version, "4.1.1");
         assert_eq!(conditional[0].release.version, "4.2.0");
         assert_eq!(conditional[0].conditions[0].status, ConditionStatus::False);
@@ -450,8 +460,14 @@ mod tests {
         assert!(message.contains("4.1.1, 4.2.0"), "{message}");
 
         let accepted: BTreeSet<String> = ["KnownIssue".to_string()].into();
-        let (available, conditional) =
-            offered(&graph, &current, &QueryResults::new(), &accepted, Timestamp::UNIX_EPOCH).unwrap();
+        let (available, conditional) = offered(
+            &graph,
+            &current,
+            &QueryResults::new(),
+            &accepted,
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
         assert_eq!(
             resolve("4.2.0", &available, &conditional, false),
             Ok(("r@sha256:c".to_string(), vec!["KnownIssue".to_string()]))
@@ -508,9 +524,8 @@ mod tests {
     fn promql_answers_decide_recommendations_and_failures_leave_them_unknown() {
         use windlass_api::names::reasons::conditional_update as why;
         use windlass_release::risk::QueryResponse;
-        let answer = |v: f64| -> Result<QueryResponse, String> {
-            Ok(QueryResponse::vector(&[(&[], v)]))
-        };
+        let answer =
+            |v: f64| -> Result<QueryResponse, String> { Ok(QueryResponse::vector(&[(&[], v)])) };
         let down = |q: &str| -> (String, Result<QueryResponse, String>) {
             (
                 q.to_string(),
@@ -520,8 +535,11 @@ mod tests {
         let s = |t: &str| t.to_string();
         use ConditionStatus::*;
 
-        let answered: QueryResults =
-            [(s("etcd_backup"), answer(0.0)), (s("ingress_slow"), answer(1.0))].into();
+        let answered: QueryResults = [
+            (s("etcd_backup"), answer(0.0)),
+            (s("ingress_slow"), answer(1.0)),
+        ]
+        .into();
         assert_eq!(
             judged(&answered, &[]),
             vec![
@@ -531,42 +549,81 @@ mod tests {
         );
         assert_eq!(
             judged(&answered, &["SlowIngress"])[1],
-            (True, s(why::ALL_EXPOSED_RISKS_ACCEPTED), True, s(why::MATCH))
+            (
+                True,
+                s(why::ALL_EXPOSED_RISKS_ACCEPTED),
+                True,
+                s(why::MATCH)
+            )
         );
 
         let outage: QueryResults = [down("etcd_backup"), down("ingress_slow")].into();
         let failed = judged(&outage, &[]);
         assert_eq!(
             failed[0],
-            (Unknown, s(why::EVALUATION_FAILED), Unknown, s(why::EVALUATION_FAILED))
+            (
+                Unknown,
+                s(why::EVALUATION_FAILED),
+                Unknown,
+                s(why::EVALUATION_FAILED)
+            )
         );
         // Named in acceptRisks, a risk that could not be evaluated is accepted as one that applies.
         assert_eq!(
             judged(&outage, &["OnlyWithEtcdBackup"])[0],
-            (True, s(why::ALL_EXPOSED_RISKS_ACCEPTED), Unknown, s(why::EVALUATION_FAILED))
+            (
+                True,
+                s(why::ALL_EXPOSED_RISKS_ACCEPTED),
+                Unknown,
+                s(why::EVALUATION_FAILED)
+            )
         );
 
         let graph = Graph::parse(PROMQL_GRAPH.as_bytes(), "test").unwrap();
         let current = Version::parse("4.1.0").unwrap();
-        let (available, conditional) =
-            offered(&graph, &current, &outage, &BTreeSet::new(), Timestamp::UNIX_EPOCH).unwrap();
-        let recommended = &conditional.iter().find(|u| u.release.version == "4.1.1").unwrap().conditions[0];
-        assert!(recommended.message.contains("connection refused"), "{}", recommended.message);
+        let (available, conditional) = offered(
+            &graph,
+            &current,
+            &outage,
+            &BTreeSet::new(),
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
+        let recommended = &conditional
+            .iter()
+            .find(|u| u.release.version == "4.1.1")
+            .unwrap()
+            .conditions[0];
+        assert!(
+            recommended.message.contains("connection refused"),
+            "{}",
+            recommended.message
+        );
         let (reason, message) = resolve("4.1.1", &available, &conditional, false).unwrap_err();
         assert_eq!(reason, reasons::CONDITIONAL_UPDATE_RISKS);
         assert!(
-            message.contains("EvaluationFailed") && message.contains("connection refused")
+            message.contains("EvaluationFailed")
+                && message.contains("connection refused")
                 && message.contains("list OnlyWithEtcdBackup in spec.desiredUpdate.acceptRisks"),
             "{message}"
         );
         // Forced, the risk that could not be evaluated is what history records as let through.
         assert_eq!(
             resolve("4.1.1", &available, &conditional, true),
-            Ok(("r@sha256:b".to_string(), vec!["OnlyWithEtcdBackup".to_string()]))
+            Ok((
+                "r@sha256:b".to_string(),
+                vec!["OnlyWithEtcdBackup".to_string()]
+            ))
         );
         // A risk that does not apply is not recorded as accepted.
-        let (available, conditional) =
-            offered(&graph, &current, &answered, &BTreeSet::new(), Timestamp::UNIX_EPOCH).unwrap();
+        let (available, conditional) = offered(
+            &graph,
+            &current,
+            &answered,
+            &BTreeSet::new(),
+            Timestamp::UNIX_EPOCH,
+        )
+        .unwrap();
         assert_eq!(
             resolve("4.1.1", &available, &conditional, false),
             Ok(("r@sha256:b".to_string(), vec![]))

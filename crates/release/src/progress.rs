@@ -393,7 +393,10 @@ mod tests {
         // Level 30 was never seen: the rate per manifest of every kept duration (10 + 70 + 40
         // seconds over 5 + 10 + 4 manifests) times its 3 manifests.
         let rate = (10.0 + 70.0 + 40.0) / 19.0;
-        assert_eq!(expected, vec![Some(2.0), Some(14.0), Some(40.0), Some(rate * 3.0)]);
+        assert_eq!(
+            expected,
+            vec![Some(2.0), Some(14.0), Some(40.0), Some(rate * 3.0)]
+        );
         assert_eq!(remaining_words(Some(59.4)), "less than a minute left");
         assert_eq!(remaining_words(Some(150.0)), "about 3 min left");
         assert!(remaining_words(None).starts_with("no estimate yet"));

@@ -242,8 +242,8 @@ pub struct Recommendation {
 
 use windlass_api::names::reasons::conditional_update::{
     ALL_EXPOSED_RISKS_ACCEPTED as ACCEPTED, EVALUATION_FAILED as FAILED,
-    EXPOSED_TO_RISKS as EXPOSED, MATCH, MULTIPLE_REASONS as MULTIPLE, NOT_EXPOSED_TO_RISKS as NOT_EXPOSED,
-    NOT_MATCH,
+    EXPOSED_TO_RISKS as EXPOSED, MATCH, MULTIPLE_REASONS as MULTIPLE,
+    NOT_EXPOSED_TO_RISKS as NOT_EXPOSED, NOT_MATCH,
 };
 
 fn merge_status(now: ConditionStatus, want: ConditionStatus) -> ConditionStatus {
@@ -452,16 +452,8 @@ mod tests {
                 ConditionStatus::True,
                 MATCH,
             ),
-            (
-                vec![promql("down")],
-                ConditionStatus::Unknown,
-                FAILED,
-            ),
-            (
-                vec![promql("never-run")],
-                ConditionStatus::Unknown,
-                FAILED,
-            ),
+            (vec![promql("down")], ConditionStatus::Unknown, FAILED),
+            (vec![promql("never-run")], ConditionStatus::Unknown, FAILED),
             (vec![unknown], ConditionStatus::False, NOT_MATCH),
         ];
         for (rules, status, reason) in table {
@@ -529,7 +521,12 @@ mod tests {
             ),
             (vec!["Broken"], &none, Unknown, FAILED),
             (vec!["Broken"], &broken_accepted, True, ACCEPTED),
-            (vec!["Broken", "Applies"], &broken_accepted, False, "Applies"),
+            (
+                vec!["Broken", "Applies"],
+                &broken_accepted,
+                False,
+                "Applies",
+            ),
             (vec!["Broken", "Applies"], &none, False, MULTIPLE),
             (vec!["not a reason!"], &none, False, EXPOSED),
             (vec!["Broken", "not a reason!"], &none, False, EXPOSED),

@@ -120,7 +120,8 @@ fn object(
             "spec": {"selector": labels, "ports": [{"port": 8080, "targetPort": 8080}]}}),
         ),
         6 if index % 2 == 1 => {
-            let labels = serde_json::json!({ "app.kubernetes.io/name": format!("{component}-store") });
+            let labels =
+                serde_json::json!({ "app.kubernetes.io/name": format!("{component}-store") });
             (
                 "statefulset".into(),
                 serde_json::json!({
@@ -221,7 +222,13 @@ mod tests {
                 .manifests()
                 .any(|m| m.object.kind == "CustomResourceDefinition")
         );
-        let kinds = |kind: &str| plan.levels.iter().flat_map(|l| l.manifests()).filter(|m| m.object.kind == kind).count();
+        let kinds = |kind: &str| {
+            plan.levels
+                .iter()
+                .flat_map(|l| l.manifests())
+                .filter(|m| m.object.kind == kind)
+                .count()
+        };
         assert_eq!((kinds("Deployment"), kinds("StatefulSet")), (20, 10));
     }
 
@@ -240,7 +247,8 @@ mod tests {
             .enumerate()
             .flat_map(|(i, l)| l.manifests().map(move |m| (i, m)))
             .filter(|(_, m)| {
-                m.body["spec"]["template"]["metadata"]["labels"]["windlass.dev/simulate"] == "crash-loop"
+                m.body["spec"]["template"]["metadata"]["labels"]["windlass.dev/simulate"]
+                    == "crash-loop"
             })
             .map(|(i, m)| (i, m.object.name.clone()))
             .collect();

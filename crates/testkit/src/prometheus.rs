@@ -139,15 +139,24 @@ impl Prometheus {
         let log = std::fs::File::create(self.dir.join("prometheus.log")).expect("its log file");
         let mut command = Command::new(binary());
         command
-            .arg(format!("--config.file={}", self.dir.join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", self.dir.join("data").display()))
+            .arg(format!(
+                "--config.file={}",
+                self.dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                self.dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{}", self.port))
             .arg("--log.level=warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("its log file"))
             .stderr(log);
         if self.tls {
-            command.arg(format!("--web.config.file={}", self.dir.join("web.yml").display()));
+            command.arg(format!(
+                "--web.config.file={}",
+                self.dir.join("web.yml").display()
+            ));
         }
         self.child = Some(command.spawn().expect("starting prometheus"));
         self.wait_ready();

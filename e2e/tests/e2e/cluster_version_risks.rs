@@ -79,13 +79,15 @@ fn is_judged(
     recommended: (ConditionStatus, &str),
     applies: (ConditionStatus, &str),
 ) -> bool {
-    judged(version, release).is_some_and(|(r, a)| {
-        (r.0, r.1.as_str()) == recommended && (a.0, a.1.as_str()) == applies
-    })
+    judged(version, release)
+        .is_some_and(|(r, a)| (r.0, r.1.as_str()) == recommended && (a.0, a.1.as_str()) == applies)
 }
 
 /// The ClusterVersion once the update to `release` is refused for its risks, and the message.
-async fn refused_for_risks(versions: &Api<ClusterVersion>, release: &str) -> (ClusterVersion, String) {
+async fn refused_for_risks(
+    versions: &Api<ClusterVersion>,
+    release: &str,
+) -> (ClusterVersion, String) {
     let marker = format!("the update to {release} is not recommended");
     let refused = wait_object(
         versions,
@@ -350,7 +352,9 @@ async fn promql_risks_are_evaluated_against_prometheus_and_an_outage_makes_them_
     let at_411 = reach(&versions, "4.1.1").await;
     let entry = &at_411.status.as_ref().unwrap().history[0];
     assert!(
-        !entry.accepted_risks.contains("Conditional update risks accepted"),
+        !entry
+            .accepted_risks
+            .contains("Conditional update risks accepted"),
         "a risk that does not apply is not recorded as accepted: {}",
         entry.accepted_risks
     );
@@ -374,9 +378,9 @@ async fn promql_risks_are_evaluated_against_prometheus_and_an_outage_makes_them_
     let at_420 = reach(&versions, "4.2.0").await;
     let entry = &at_420.status.as_ref().unwrap().history[0];
     assert!(
-        entry
-            .accepted_risks
-            .contains(&format!("Conditional update risks accepted: {MATCHING_RISK}")),
+        entry.accepted_risks.contains(&format!(
+            "Conditional update risks accepted: {MATCHING_RISK}"
+        )),
         "{}",
         entry.accepted_risks
     );

@@ -238,8 +238,12 @@ async fn a_rollback_across_a_minor_is_refused_until_forced() {
     reach(&versions, "4.1.0").await;
 
     upgrade(&at_400, false);
-    let (refused, message) =
-        refused_with(&versions, "rollback across a minor", reasons::ROLLBACK_REFUSED).await;
+    let (refused, message) = refused_with(
+        &versions,
+        "rollback across a minor",
+        reasons::ROLLBACK_REFUSED,
+    )
+    .await;
     assert!(
         message.contains("changes the major or minor version") && message.contains("force"),
         "{message}"
@@ -265,9 +269,9 @@ async fn a_rollback_across_a_minor_is_refused_until_forced() {
         .get("dns-operator")
         .await
         .expect("the dns operator");
-    let env = serde_json::to_value(&dns).unwrap()["spec"]["template"]["spec"]["containers"][0]
-        ["env"]
-        .clone();
+    let env =
+        serde_json::to_value(&dns).unwrap()["spec"]["template"]["spec"]["containers"][0]["env"]
+            .clone();
     assert!(
         env.to_string().contains("\"4.0.0\""),
         "the Deployment runs 4.0.0 again: {env}"

@@ -287,7 +287,10 @@ pub(crate) fn release_writes_by_object(
         .filter(|e| {
             e["stage"] == "ResponseComplete"
                 && e["impersonatedUser"]["username"] == account.as_str()
-                && matches!(e["verb"].as_str(), Some("patch" | "create" | "delete" | "update"))
+                && matches!(
+                    e["verb"].as_str(),
+                    Some("patch" | "create" | "delete" | "update")
+                )
                 && e["responseStatus"]["code"]
                     .as_u64()
                     .is_some_and(|code| (200..300).contains(&code))

@@ -4,12 +4,12 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context as _, bail};
+use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api,
     api::{Patch, PatchParams},
 };
 use serde_json::json;
-use k8s_openapi::jiff::Timestamp;
 use windlass_api::{
     ClusterVersion, ClusterVersionStatus, ConditionStatus,
     clusterversion::{CLUSTER_VERSION_NAME, LevelState, UpdateState},
@@ -277,10 +277,7 @@ pub fn render(version: &ClusterVersion, now: Timestamp) -> String {
                 update.release.version, update.release.image
             ));
             for risk in &update.risks {
-                let applies = risk
-                    .conditions
-                    .iter()
-                    .find(|c| c.type_ == types::APPLIES);
+                let applies = risk.conditions.iter().find(|c| c.type_ == types::APPLIES);
                 let judged = match applies {
                     Some(c) if c.status == ConditionStatus::Unknown => {
                         format!("Applies=Unknown ({}): {}", c.reason, first_line(&c.message))
@@ -320,7 +317,10 @@ pub fn render(version: &ClusterVersion, now: Timestamp) -> String {
                 }
             ));
             if !entry.accepted_risks.is_empty() {
-                out.push_str(&format!("             accepted: {}\n", entry.accepted_risks));
+                out.push_str(&format!(
+                    "             accepted: {}\n",
+                    entry.accepted_risks
+                ));
             }
         }
     }
@@ -381,7 +381,10 @@ mod tests {
             "4.1.0      Completed r@sha256:a (not verified) in 3 min 5 s",
             "accepted: force: unsigned",
         ] {
-            assert!(shown.contains(expected), "missing {expected:?} in:\n{shown}");
+            assert!(
+                shown.contains(expected),
+                "missing {expected:?} in:\n{shown}"
+            );
         }
         let later = started + k8s_openapi::jiff::SignedDuration::from_secs(400);
         assert!(render(&version, later).contains("taking longer than earlier updates did"));
