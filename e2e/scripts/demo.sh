@@ -186,14 +186,24 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-
 subjects: [{kind: ServiceAccount, name: windlass-release, namespace: windlass-system}]
 YAML
 
-# wait_release VERSION: waits until the ClusterVersion completed VERSION, showing progress.
+# wait_release VERSION [show]: waits until the ClusterVersion completed VERSION, printing
+# `kubectl get clusterversion.windlass.dev` on the way and, with `show`, `windlass upgrade status`
+# once while a level is in progress.
 wait_release() {
-  local version="$1" got=""
-  for i in $(seq 180); do
+  local version="$1" show="${2:-}" got="" level=""
+  for i in $(seq 360); do
     got="$(kubectl get clusterversion.windlass.dev version -o 'jsonpath={.status.history[0].version} {.status.history[0].state}' 2>/dev/null || true)"
     [[ "$got" == "$version Completed" ]] && return 0
-    (( i % 5 == 1 )) && kubectl get clusterversion.windlass.dev 2>&1 | sed 's/^/  /'
-    sleep 1
+    (( i % 6 == 1 )) && kubectl get clusterversion.windlass.dev 2>&1 | sed 's/^/  /'
+    if [[ -n "$show" ]]; then
+      level="$(kubectl get clusterversion.windlass.dev version -o 'jsonpath={.status.progress.level}' 2>/dev/null || true)"
+      if [[ -n "$level" ]]; then
+        echo "\$ windlass upgrade status    # while level $level is in progress"
+        "$windlass" upgrade status | sed 's/^/  /'
+        show=""
+      fi
+    fi
+    sleep 0.5
   done
   "$windlass" upgrade status >&2 || true
   die "the cluster did not reach release $version (history: '$got')"
@@ -205,9 +215,11 @@ echo "\$ windlass upgrade --to-image $release_repo:4.1.0 --force --plain-http"
 wait_release 4.1.0
 kubectl get clusterversion.windlass.dev
 
-step "Update to the patch release 4.1.1, level by level"
+step "Update to the patch release 4.1.1, level by level (the estimate comes from the 4.1.0 install)"
+echo "\$ windlass upgrade --to-image $release_repo:4.1.1 --force --plain-http"
 "$windlass" upgrade --to-image "$release_repo:4.1.1" --force --plain-http
-wait_release 4.1.1
+wait_release 4.1.1 show
+kubectl get clusterversion.windlass.dev
 echo "\$ windlass upgrade status"
 "$windlass" upgrade status
 

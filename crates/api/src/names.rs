@@ -195,6 +195,8 @@ pub mod conditions {
         pub const RETRIEVED_UPDATES: &str = "RetrievedUpdates";
         /// A conditional update's recommendation.
         pub const RECOMMENDED: &str = "Recommended";
+        /// Whether one risk of a conditional update applies to this cluster.
+        pub const APPLIES: &str = "Applies";
     }
 }
 
@@ -261,6 +263,27 @@ pub mod reasons {
         pub const APPLY_FAILED: &str = "ApplyFailed";
         pub const AS_EXPECTED: &str = "AsExpected";
         pub const COMPLETED: &str = "Completed";
+    }
+
+    /// The CVO's reasons for a conditional update's `Recommended` condition and each risk's
+    /// `Applies` condition (a risk's own name is also used as a `Recommended` reason when it
+    /// alone applies).
+    pub mod conditional_update {
+        /// `Recommended=True`: no risk applies.
+        pub const NOT_EXPOSED_TO_RISKS: &str = "NotExposedToRisks";
+        /// `Recommended=True`: every risk that applies is in `acceptRisks`.
+        pub const ALL_EXPOSED_RISKS_ACCEPTED: &str = "AllExposedRisksAccepted";
+        /// `Recommended=Unknown` / `Applies=Unknown`: a risk could not be evaluated (its
+        /// query failed, or no query endpoint is configured).
+        pub const EVALUATION_FAILED: &str = "EvaluationFailed";
+        /// `Recommended=False`: a risk whose name is not a reason applies.
+        pub const EXPOSED_TO_RISKS: &str = "ExposedToRisks";
+        /// `Recommended=False` for more than one reason.
+        pub const MULTIPLE_REASONS: &str = "MultipleReasons";
+        /// `Applies=True`.
+        pub const MATCH: &str = "Match";
+        /// `Applies=False`.
+        pub const NOT_MATCH: &str = "NotMatch";
     }
 
     /// Why a Subscription's resolution failed before the resolver ran. The resolver's own

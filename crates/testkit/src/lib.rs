@@ -12,6 +12,7 @@ pub mod catalogs;
 pub mod lifecycle;
 pub mod manager;
 pub mod mock_api;
+pub mod prometheus;
 
 use std::{
     collections::BTreeMap,

@@ -19,6 +19,7 @@ mod cluster_version_graph;
 mod cluster_version_kills;
 mod cluster_version_operators;
 mod cluster_version_preconditions;
+mod cluster_version_risks;
 mod cluster_version_rollbacks;
 mod cluster_versions;
 mod control_plane;
