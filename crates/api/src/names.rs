@@ -111,6 +111,8 @@ pub mod controllers {
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass-csv";
     pub const INSTALL_SCOPE: &str = "windlass-install-scope";
     pub const CLUSTER_VERSION: &str = "windlass-clusterversion";
+    /// Reports on ImageMirrorSets (rules it leaves out).
+    pub const MIRRORS: &str = "windlass-mirrors";
 }
 
 /// Condition types, per kind.
@@ -315,6 +317,12 @@ pub mod reasons {
         pub const SEALED: &str = "Sealed";
         /// The bundle image's signatures do not meet the TrustPolicies.
         pub const SIGNATURE_REFUSED: &str = "SignatureRefused";
+    }
+
+    /// Events on ImageMirrorSets.
+    pub mod mirror {
+        /// A rule fails windlass's checks and is left out; the set's other rules apply.
+        pub const INVALID_RULE: &str = "InvalidMirrorRule";
     }
 
     /// A Catalog's `Serving` and `Verified` reasons.
