@@ -24,6 +24,7 @@ fn served(digest: &str, packages: usize) -> ServedCatalog {
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        pulled_from: None,
     }
 }
 
@@ -214,6 +215,22 @@ fn bundles_without_images_are_named() {
         serving_condition(&update.status)
             .message
             .contains("no image and cannot be installed: a.v1")
+    );
+}
+
+#[test]
+fn content_read_from_a_mirror_says_which() {
+    let mut content = served("sha256:1", 1);
+    content.pulled_from = Some(windlass_catalog_store::Mirrored {
+        reference: "registry.site/acme/catalog:v1".into(),
+        mirror_set: "site".into(),
+    });
+    let update = next(None, &observe(Some(&content), None, 10)).unwrap();
+    let message = &serving_condition(&update.status).message;
+    assert!(
+        message
+            .contains("read from the mirror registry.site/acme/catalog:v1 (ImageMirrorSet site)"),
+        "{message}"
     );
 }
 

@@ -4,6 +4,9 @@
 //! not pull twice.
 
 mod fetch;
+mod reach;
+
+pub use reach::{Mirrored, first_reachable};
 
 use std::{
     collections::BTreeMap,
@@ -13,6 +16,7 @@ use std::{
 
 use tokio::sync::watch;
 use windlass_catalog::Catalog;
+use windlass_mirror::MirrorRules;
 use windlass_oci::{Auth, RegistryOptions};
 
 /// One catalog's content as last read successfully.
@@ -37,6 +41,8 @@ pub struct ServedCatalog {
     pub credentials: BTreeMap<String, Auth>,
     /// What the signature check of the catalog's image found (`None`: not an image).
     pub verification: Option<Verification>,
+    /// The mirror the catalog's image was read from, when an ImageMirrorSet sent it there.
+    pub pulled_from: Option<Mirrored>,
 }
 
 /// What checking a catalog image's signatures against the trust policies found, for the
@@ -109,6 +115,8 @@ pub struct BundleContent {
     /// `sha256:...` of the content (image manifest digest for images).
     pub digest: String,
     pub image: Option<String>,
+    /// The mirror the image was pulled from, when an ImageMirrorSet sent the pull there.
+    pub pulled_from: Option<Mirrored>,
     pub bundle: windlass_bundle::Bundle,
 }
 
@@ -150,6 +158,10 @@ pub struct CatalogStore {
     cache: Mutex<BTreeMap<String, Arc<BundleContent>>>,
     /// Bumped whenever served content changes, so subscriptions resolve again.
     changed: watch::Sender<u64>,
+    /// The ImageMirrorSets' rules: where images are read from besides where they say.
+    mirrors: RwLock<Arc<MirrorRules>>,
+    /// Bumped whenever the rules change, so catalogs are read again.
+    mirrors_changed: watch::Sender<u64>,
 }
 
 impl Default for CatalogStore {
@@ -158,6 +170,8 @@ impl Default for CatalogStore {
             catalogs: RwLock::default(),
             cache: Mutex::default(),
             changed: watch::Sender::new(0),
+            mirrors: RwLock::default(),
+            mirrors_changed: watch::Sender::new(0),
         }
     }
 }
@@ -215,6 +229,28 @@ impl CatalogStore {
     /// A receiver that changes whenever served content changes.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+
+    /// The mirror rules in force.
+    pub fn mirrors(&self) -> Arc<MirrorRules> {
+        self.mirrors.read().expect("mirror rules poisoned").clone()
+    }
+
+    /// Replaces the mirror rules; subscribers of [`CatalogStore::mirror_changes`] hear of it
+    /// when they differ.
+    pub fn set_mirrors(&self, rules: MirrorRules) {
+        let mut current = self.mirrors.write().expect("mirror rules poisoned");
+        if **current == rules {
+            return;
+        }
+        *current = Arc::new(rules);
+        drop(current);
+        self.mirrors_changed.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that changes whenever the mirror rules change.
+    pub fn mirror_changes(&self) -> watch::Receiver<u64> {
+        self.mirrors_changed.subscribe()
     }
 
     /// The packages to resolve against: from one catalog when `only` names it, otherwise
@@ -313,7 +349,7 @@ impl CatalogStore {
         if let Some(hit) = location.digest().and_then(|d| self.cached(d)) {
             return check_digest(hit, digest);
         }
-        let content = crate::fetch::fetch(&served, csv_name, &location).await?;
+        let content = crate::fetch::fetch(&served, csv_name, &location, &self.mirrors()).await?;
         check_digest(self.remember(content), digest)
     }
 }

@@ -34,6 +34,7 @@ fn served(name: &str, priority: i32, digest: &str, packages: &[&str]) -> ServedC
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        pulled_from: None,
     }
 }
 
@@ -153,6 +154,7 @@ fn acme_db(digest: &str) -> BundleContent {
         version: semver::Version::new(1, 0, 0),
         digest: digest.into(),
         image: None,
+        pulled_from: None,
         bundle,
     }
 }
