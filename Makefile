@@ -89,11 +89,12 @@ verify: lint crds rbac ## lint, then regenerate CRDs and RBAC and fail if that c
 	fi
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks on the local control plane: install times vs kubectl, rollback time, 200 subscriptions, idle writes, RSS
+bench-e2e: ## Benchmarks on the local control plane: install times vs kubectl, rollback time, 200 subscriptions, idle writes, RSS; package build/push vs skopeo
 	$(CARGO) build --release -p windlass
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench lifecycle
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench verify
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(CARGO) bench -p windlass-e2e --bench package
 
 # The manager image without a container engine (crates/windlass/Containerfile is for those with
 # one, and describes the same image). No musl target here: a static glibc build

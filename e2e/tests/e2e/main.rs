@@ -10,6 +10,7 @@
 
 mod common;
 
+mod air_gapped;
 mod blueprint_lifecycle;
 mod catalog_sources;
 mod cluster_version_drift;
