@@ -20,7 +20,7 @@ use windlass_api::{
     mirror::{ImageMirror, MirrorSourcePolicy},
 };
 use windlass_oci::RegistryClient;
-use windlass_package::archive::{BlobInfo, BlobSink, ReadPackage, read_archive};
+use windlass_package::archive::{ArchiveError, BlobInfo, BlobSink, ReadPackage, read_archive};
 use windlass_package::layout::ImageSet;
 use windlass_package::push::{Destination, destinations, mirror_rules};
 
@@ -149,7 +149,13 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
     let read = reader
         .join()
         .map_err(|_| anyhow!("reading {} panicked", args.archive.display()))?;
-    let counts = match (read, uploaded) {
+    let (package, counts) = match (read, uploaded) {
+        // The reader stopped because the upload did: the upload's error is the cause.
+        (Err(ArchiveError::Sink { .. }), Err(error)) | (Ok(_), Err(error)) => {
+            return Err(error.context(
+                "pushing the package's blobs failed; nothing was tagged or pushed as an image",
+            ));
+        }
         (Err(error), _) => {
             return Err(anyhow!(error)).with_context(|| {
                 format!(
@@ -158,10 +164,8 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
                 )
             });
         }
-        (Ok(_), Err(error)) => return Err(error.context("pushing the package's blobs")),
         (Ok(package), Ok(counts)) => (package, counts),
     };
-    let (package, counts) = counts;
     let references: Vec<&str> = package
         .images
         .images
