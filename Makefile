@@ -92,7 +92,7 @@ verify: lint crds rbac ## lint, then regenerate CRDs and RBAC and fail if that c
 	fi
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks on the local control plane: install and release update times vs kubectl, rollback times, 200 subscriptions, idle writes, RSS, a 100,000-bundle Catalog, Package views of the corpus
+bench-e2e: ## Benchmarks on the local control plane: install and release update times vs kubectl, rollback times, 200 subscriptions, idle writes, RSS, a 100,000-bundle Catalog, Package views of the corpus; package build/push vs skopeo
 	$(CARGO) build --release -p windlass
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench lifecycle
@@ -100,6 +100,7 @@ bench-e2e: ## Benchmarks on the local control plane: install and release update 
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench catalog_manager
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench package_views
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench release_update
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(CARGO) bench -p windlass-e2e --bench package
 
 # The manager image without a container engine (crates/windlass/Containerfile is for those with
 # one, and describes the same image). No musl target here: a static glibc build

@@ -189,6 +189,11 @@ pub struct RevisionRecord {
     /// Set on a rollback: the earlier revision whose stored content this one re-installs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<i64>,
+    /// What the ImageMirrorSets changed for this revision: the bundle image when it was
+    /// pulled from a mirror, and each image its Deployments run from one. Decided when the
+    /// revision's content is first read, kept with it, and the same on every apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_rewrites: Vec<crate::mirror::ImageRewrite>,
 }
 
 /// A target that failed and was rolled back automatically. It is not tried again until the

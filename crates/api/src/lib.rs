@@ -2,7 +2,8 @@
 //! records (Blueprint), what it installs (ClusterServiceVersion) and what cluster admins allow
 //! (InstallPolicy) and what that lets each namespace do (InstallScope); what the catalogs offer
 //! (Package); and which release of the platform the cluster runs (ClusterVersion); which keys
-//! must have signed what (TrustPolicy).
+//! must have signed what (TrustPolicy); where a site's registries serve copies of the images
+//! bundles name (ImageMirrorSet).
 //!
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
@@ -16,6 +17,7 @@ pub mod clusterversion;
 pub mod condition;
 pub mod config;
 pub mod csv;
+pub mod mirror;
 pub mod names;
 pub mod package;
 pub mod policy;
@@ -34,6 +36,7 @@ pub use csv::{
     ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase,
 };
 pub use package::{Package, PackageStatus};
+pub use mirror::{ImageMirrorSet, ImageMirrorSetSpec, ImageRewrite};
 pub use policy::{InstallPolicy, InstallPolicySpec};
 pub use scope::{InstallGrant, InstallScope, InstallScopeStatus};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
@@ -58,6 +61,7 @@ pub fn crds()
         ClusterVersion::crd(),
         TrustPolicy::crd(),
         Package::crd(),
+        ImageMirrorSet::crd(),
     ]
 }
 

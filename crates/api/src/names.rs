@@ -116,6 +116,8 @@ pub mod controllers {
     pub const INSTALL_SCOPE: &str = "windlass-install-scope";
     pub const PACKAGE_VIEW: &str = "windlass-package-view";
     pub const CLUSTER_VERSION: &str = "windlass-clusterversion";
+    /// Reports on ImageMirrorSets (rules it leaves out).
+    pub const MIRRORS: &str = "windlass-mirrors";
 }
 
 /// Condition types, per kind.
@@ -364,6 +366,12 @@ pub mod reasons {
         pub const SEALED: &str = "Sealed";
         /// The bundle image's signatures do not meet the TrustPolicies.
         pub const SIGNATURE_REFUSED: &str = "SignatureRefused";
+    }
+
+    /// Events on ImageMirrorSets.
+    pub mod mirror {
+        /// A rule fails windlass's checks and is left out; the set's other rules apply.
+        pub const INVALID_RULE: &str = "InvalidMirrorRule";
     }
 
     /// A Catalog's `Serving` and `Verified` reasons.

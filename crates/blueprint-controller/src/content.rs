@@ -163,6 +163,7 @@ pub async fn validate(
         Validation::Ready {
             kept_crds: kept,
             verified_by: content.verified_by.clone(),
+            image_rewrites: content.recorded_rewrites(),
         }
     } else {
         // Blueprint status and Events are read by the namespace's users: objects of other
@@ -229,6 +230,9 @@ async fn dereference(
                     spec.target_namespaces.clone(),
                 );
                 content.verified_by = verified_by;
+                // Which mirrors the operator's images run from is decided now, once, and
+                // kept with the revision.
+                content.mirror_images(&store.mirrors());
                 content
             }
             Err(message) => return Ok(Err(Unusable::Unavailable(message))),
@@ -236,6 +240,10 @@ async fn dereference(
         Source::Stored { revision: from } => match read(client, key, blueprint, *from).await? {
             Ok(mut restored) => {
                 restored.reason = Some(format!("restored from revision {from}"));
+                // Nothing is pulled for a rollback; its images run from the mirrors in force
+                // now (the site may have gone air-gapped since the revision first ran).
+                restored.bundle_pulled_from = None;
+                restored.mirror_images(&store.mirrors());
                 restored
             }
             Err(refusal) => return Ok(Err(Unusable::Unavailable(refusal.message))),
@@ -277,8 +285,14 @@ async fn check_signatures(
         digest: bundle.digest.clone(),
         class: ArtifactClass::Bundle,
     };
+    // Pulled from a mirror: its signatures were copied there with it.
+    let mirror = bundle.pulled_from.as_ref().map(|m| m.reference.as_str());
+    let registry = match (mirror, store.get(catalog)) {
+        (Some(mirror), Some(served)) => served.registry_for(mirror),
+        _ => registry,
+    };
     let verdict = trust
-        .verify(&artifact, &registry)
+        .verify_mirrored(&artifact, mirror, &registry)
         .await
         .map_err(Unusable::Unavailable)?;
     if verdict.allowed() {

@@ -112,9 +112,12 @@ pub struct Facts {
 pub enum Validation {
     /// Safe to apply. `kept_crds`: CRDs a rollback leaves at their newer live definition.
     /// `verified_by`: the keys whose signatures on the bundle image counted.
+    /// `image_rewrites`: what the ImageMirrorSets changed (the bundle's pull, the
+    /// Deployments' images).
     Ready {
         kept_crds: Vec<String>,
         verified_by: Vec<String>,
+        image_rewrites: Vec<windlass_api::ImageRewrite>,
     },
     /// The content cannot be read now (catalog not served, registry down, Secret unreadable).
     Unavailable(String),

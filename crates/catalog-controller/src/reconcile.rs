@@ -164,7 +164,20 @@ pub async fn run(
         config.clone(),
         ctx.clone(),
     ));
+    // New mirror rules can change where every image is read from: read each catalog again.
+    let mirrors_changed = {
+        let ctx = ctx.clone();
+        futures::stream::unfold(ctx.store.mirror_changes(), move |mut changes| {
+            let ctx = ctx.clone();
+            async move {
+                changes.changed().await.ok()?;
+                ctx.polls.lock().expect("poll records poisoned").clear();
+                Some(((), changes))
+            }
+        })
+    };
     let results = Controller::new(catalogs, config)
+        .reconcile_all_on(mirrors_changed)
         .graceful_shutdown_on(shutdown)
         .run(reconcile_observed, runner::error_policy, ctx);
     runner::drain(results).await;

@@ -22,9 +22,11 @@ use crate::{
 };
 use windlass_api::names::reasons::catalog as reasons;
 use windlass_catalog_store::{
-    BundleContent, BundleLocation, CatalogStore, ListingState, ServedCatalog, Verification,
+    BundleContent, BundleLocation, CatalogStore, ListingState, Mirrored, ServedCatalog,
+    Verification, first_reachable,
 };
 use windlass_kit::TrustGate;
+use windlass_mirror::MirrorRules;
 use windlass_trust::{Artifact, ArtifactClass, Decision};
 
 /// Bundle images pulled at once.
@@ -134,6 +136,8 @@ pub struct Content {
     /// What the listing gate held back (the delisting is the Catalog spec's, added when
     /// served).
     pub listing: ListingState,
+    /// The mirror the catalog image was read from, when an ImageMirrorSet sent it there.
+    pub pulled_from: Option<Mirrored>,
 }
 
 impl Content {
@@ -155,6 +159,7 @@ impl Content {
                 problems: listing.problems,
                 delisting: Delisting::default(),
             },
+            pulled_from: None,
         }
     }
 
@@ -167,6 +172,7 @@ impl Content {
             without_image: previous.without_location().map(str::to_string).collect(),
             verification: previous.verification.clone(),
             listing: previous.listing.clone(),
+            pulled_from: previous.pulled_from.clone(),
         }
     }
 
@@ -194,6 +200,7 @@ impl Content {
             credentials,
             verification: self.verification,
             listing,
+            pulled_from: self.pulled_from,
         }
     }
 }
@@ -292,22 +299,30 @@ pub fn read_fbc(
     Ok(content)
 }
 
-/// Reads a file-based-catalog image. Its manifest digest is read first (one request) and,
-/// with `trust`, checked against the trust policies before anything of it is used; when the
-/// registry still serves the digest `previous` was read at, that content is reused without
-/// downloading the image again. A new digest is pulled by digest, so what is served is what
-/// was checked.
+/// Reads a file-based-catalog image, through the site's mirrors (`rules`): its manifest
+/// digest is read first (one request) from the first place that answers and, with `trust`,
+/// checked against the trust policies before anything of it is used; when that digest is the
+/// one `previous` was read at, that content is reused without downloading the image again. A
+/// new digest is pulled by digest from the same place, so what is served is what was checked.
+/// `options` gives how to reach each registry (plain HTTP, its credentials).
 pub async fn read_image(
     reference: &str,
-    options: &RegistryOptions,
+    options: impl Fn(&str) -> RegistryOptions,
+    rules: &MirrorRules,
     previous: Option<&ServedCatalog>,
     trust: Option<&TrustGate>,
 ) -> Result<Content, SourceError> {
-    let digest = oci::resolve_digest(reference, options)
-        .await
-        .map_err(|e| SourceError::pull(reference, e))?;
+    let options = &options;
+    let (digest, from) = first_reachable(rules, reference, |place| async move {
+        oci::resolve_digest(&place, &options(&place)).await
+    })
+    .await
+    .map_err(|e| SourceError::pull(reference, e))?;
+    let place = from
+        .as_ref()
+        .map_or(reference, |mirrored| mirrored.reference.as_str());
     let verification = match trust {
-        Some(trust) => Some(check_image(trust, reference, &digest, options).await?),
+        Some(trust) => Some(check_image(trust, reference, place, &digest, &options(place)).await?),
         None => None,
     };
     if let Some(previous) = previous
@@ -315,10 +330,11 @@ pub async fn read_image(
     {
         let mut content = Content::reuse(previous);
         content.verification = verification;
+        content.pulled_from = from;
         return Ok(content);
     }
-    let by_digest = pinned(reference, &digest);
-    let pulled = oci::pull(&by_digest, options)
+    let by_digest = pinned(place, &digest);
+    let pulled = oci::pull(&by_digest, &options(place))
         .await
         .map_err(|e| SourceError::pull(reference, e))?;
     let (files, labels) = (pulled.files, pulled.labels);
@@ -334,14 +350,16 @@ pub async fn read_image(
     })??;
     content.digest = pulled.digest;
     content.verification = verification;
+    content.pulled_from = from;
     Ok(content)
 }
 
-/// Checks the catalog image `reference` at `digest` against the trust policies: what may be
-/// served, or why not.
+/// Checks the catalog image `reference` at `digest`, read from `place` (the reference itself
+/// or a mirror of it), against the trust policies: what may be served, or why not.
 async fn check_image(
     trust: &TrustGate,
     reference: &str,
+    place: &str,
     digest: &str,
     options: &RegistryOptions,
 ) -> Result<Verification, SourceError> {
@@ -350,14 +368,14 @@ async fn check_image(
         digest: digest.to_string(),
         class: ArtifactClass::Catalog,
     };
-    let verdict =
-        trust
-            .verify(&artifact, options)
-            .await
-            .map_err(|message| SourceError::Verification {
-                image: reference.into(),
-                message,
-            })?;
+    let mirror = (place != reference).then_some(place);
+    let verdict = trust
+        .verify_mirrored(&artifact, mirror, options)
+        .await
+        .map_err(|message| SourceError::Verification {
+            image: reference.into(),
+            message,
+        })?;
     let summary = match verdict.decision {
         Decision::Refused => {
             return Err(SourceError::Untrusted {
@@ -377,23 +395,49 @@ async fn check_image(
     })
 }
 
-/// One bundle image: from the store's cache when the registry still serves a digest pulled
-/// before (one HEAD request for the manifest digest), otherwise pulled.
+/// One bundle image, through the site's mirrors: from the store's cache when the first place
+/// that answers still serves a digest pulled before (one HEAD request for the manifest
+/// digest), otherwise pulled by that digest from there.
 async fn bundle_image(
     reference: &str,
-    options: &RegistryOptions,
+    options: &(impl Fn(&str) -> RegistryOptions + Sync),
+    rules: &MirrorRules,
     store: &CatalogStore,
-) -> Result<(windlass_bundle::Bundle, String, bool), SourceError> {
-    let digest = oci::resolve_digest(reference, options)
-        .await
-        .map_err(|e| SourceError::pull(reference, e))?;
+) -> Result<Pulled, SourceError> {
+    let (digest, from) = first_reachable(rules, reference, |place| async move {
+        oci::resolve_digest(&place, &options(&place)).await
+    })
+    .await
+    .map_err(|e| SourceError::pull(reference, e))?;
     if let Some(cached) = store.cached(&digest) {
-        return Ok((cached.bundle.clone(), digest, false));
+        return Ok(Pulled {
+            bundle: cached.bundle.clone(),
+            digest,
+            fresh: false,
+            from,
+        });
     }
-    let (bundle, pulled) = oci::pull_bundle(reference, options)
+    let place = from
+        .as_ref()
+        .map_or(reference, |mirrored| mirrored.reference.as_str());
+    let (bundle, pulled) = oci::pull_bundle(&pinned(place, &digest), &options(place))
         .await
         .map_err(|e| SourceError::pull(reference, e))?;
-    Ok((bundle, pulled.digest, true))
+    Ok(Pulled {
+        bundle,
+        digest: pulled.digest,
+        fresh: true,
+        from,
+    })
+}
+
+/// A bundle image as read for a catalog.
+struct Pulled {
+    bundle: windlass_bundle::Bundle,
+    digest: String,
+    /// Pulled now (not found in the store's cache).
+    fresh: bool,
+    from: Option<Mirrored>,
 }
 
 /// Pulls every bundle image (a few at a time) and groups them into packages. Each bundle is
@@ -402,7 +446,8 @@ async fn bundle_image(
 /// gate are offered; two references to the same content (tags of one digest) count once.
 pub async fn read_bundle_images(
     references: &[String],
-    options: impl Fn(&str) -> RegistryOptions,
+    options: impl Fn(&str) -> RegistryOptions + Sync,
+    rules: &MirrorRules,
     store: &CatalogStore,
     previous: Option<&Catalog>,
 ) -> Result<Content, SourceError> {
@@ -412,26 +457,30 @@ pub async fn read_bundle_images(
             unique.push(reference.clone());
         }
     }
-    // Owned references: the futures must not borrow from the closure's argument.
-    let pulls = unique.into_iter().map(|reference| {
-        let options = options(&reference);
-        async move {
-            let (bundle, digest, fresh) = bundle_image(&reference, &options, store).await?;
-            Ok::<_, SourceError>((reference, bundle, digest, fresh))
-        }
+    let options = &options;
+    let pulls = unique.into_iter().map(|reference| async move {
+        let pulled = bundle_image(&reference, options, rules, store).await?;
+        Ok::<_, SourceError>((reference, pulled))
     });
     let pulled: Vec<_> = futures::stream::iter(pulls)
         .buffered(PARALLEL_PULLS)
         .try_collect()
         .await?;
-    let digest = digest_of_digests(pulled.iter().map(|(_, _, d, _)| d.as_str()));
+    let digest = digest_of_digests(pulled.iter().map(|(_, p)| p.digest.as_str()));
     let mut images = Vec::new();
     let mut fresh_content = Vec::new();
     let mut seen_digests = std::collections::BTreeSet::new();
-    for (reference, bundle, manifest_digest, fresh) in pulled {
+    for (reference, pulled) in pulled {
+        let Pulled {
+            bundle,
+            digest: manifest_digest,
+            fresh,
+            from,
+        } = pulled;
         if !seen_digests.insert(manifest_digest.clone()) {
             continue;
         }
+        // Served under the name the catalog gives it; mirrors apply whenever it is read.
         let pinned = pinned(&reference, &manifest_digest);
         if fresh {
             let version = bundle.csv.version().map_err(|e| SourceError::Invalid {
@@ -444,6 +493,7 @@ pub async fn read_bundle_images(
                 version,
                 digest: manifest_digest,
                 image: Some(pinned.clone()),
+                pulled_from: from,
                 bundle: bundle.clone(),
             });
         }
@@ -555,7 +605,8 @@ impl Reader {
                     .ok_or(SourceError::NoImage)?;
                 read_image(
                     image,
-                    &options(image),
+                    options,
+                    &store.mirrors(),
                     store.get(name).as_deref(),
                     self.trust.as_deref(),
                 )
@@ -569,6 +620,7 @@ impl Reader {
                 read_bundle_images(
                     &source.bundle_images,
                     options,
+                    &store.mirrors(),
                     store,
                     previous.as_ref().map(|p| &p.catalog),
                 )
@@ -634,7 +686,17 @@ impl Reader {
             ..Default::default()
         };
         let served = pinned(image, &previous.digest);
-        match check_image(trust, &served, &previous.digest, &options).await {
+        let place = previous
+            .pulled_from
+            .as_ref()
+            .map_or(served.clone(), |mirrored| {
+                pinned(&mirrored.reference, &previous.digest)
+            });
+        let options = RegistryOptions {
+            auth: auth_for(credentials, &place),
+            ..options
+        };
+        match check_image(trust, &served, &place, &previous.digest, &options).await {
             Ok(verification) => {
                 if previous.verification.as_ref() != Some(&verification) {
                     let mut again = (*previous).clone();

@@ -322,6 +322,12 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
                 served_summary(served),
                 observation.source
             );
+            if let Some(mirrored) = &served.pulled_from {
+                message.push_str(&format!(
+                    ", read from the mirror {} (ImageMirrorSet {})",
+                    mirrored.reference, mirrored.mirror_set
+                ));
+            }
             if !observation.without_image.is_empty() {
                 message.push_str(&format!(
                     "; {} bundles have no image and cannot be installed: {}",

@@ -25,6 +25,7 @@ fn served(digest: &str, packages: usize) -> ServedCatalog {
         credentials: BTreeMap::new(),
         verification: None,
         listing: Default::default(),
+        pulled_from: None,
     }
 }
 
@@ -216,6 +217,22 @@ fn bundles_without_images_are_named() {
         serving_condition(&update.status)
             .message
             .contains("no image and cannot be installed: a.v1")
+    );
+}
+
+#[test]
+fn content_read_from_a_mirror_says_which() {
+    let mut content = served("sha256:1", 1);
+    content.pulled_from = Some(windlass_catalog_store::Mirrored {
+        reference: "registry.site/acme/catalog:v1".into(),
+        mirror_set: "site".into(),
+    });
+    let update = next(None, &observe(Some(&content), None, 10)).unwrap();
+    let message = &serving_condition(&update.status).message;
+    assert!(
+        message
+            .contains("read from the mirror registry.site/acme/catalog:v1 (ImageMirrorSet site)"),
+        "{message}"
     );
 }
 

@@ -5,6 +5,9 @@
 
 mod cache;
 mod fetch;
+mod reach;
+
+pub use reach::{Mirrored, first_reachable};
 
 pub use cache::{DEFAULT_BUDGET_BYTES, content_bytes};
 
@@ -19,6 +22,7 @@ use windlass_catalog::{
     Catalog,
     listing::{Delisting, HeldBack},
 };
+use windlass_mirror::MirrorRules;
 use windlass_oci::{Auth, RegistryOptions};
 
 /// One catalog's content as last read successfully.
@@ -48,6 +52,8 @@ pub struct ServedCatalog {
     pub verification: Option<Verification>,
     /// What the listing gate held back, and what the Catalog's admin delisted.
     pub listing: ListingState,
+    /// The mirror the catalog's image was read from, when an ImageMirrorSet sent it there.
+    pub pulled_from: Option<Mirrored>,
 }
 
 /// What a catalog has but does not offer to new installs.
@@ -167,6 +173,8 @@ pub struct BundleContent {
     /// `sha256:...` of the content (image manifest digest for images).
     pub digest: String,
     pub image: Option<String>,
+    /// The mirror the image was pulled from, when an ImageMirrorSet sent the pull there.
+    pub pulled_from: Option<Mirrored>,
     pub bundle: windlass_bundle::Bundle,
 }
 
@@ -250,6 +258,10 @@ pub struct CatalogStore {
     changed: watch::Sender<u64>,
     /// The last merge of several catalogs, with what it was made from.
     merged: Mutex<Option<(Vec<MergeKey>, Arc<Catalog>)>>,
+    /// The ImageMirrorSets' rules: where images are read from besides where they say.
+    mirrors: RwLock<Arc<MirrorRules>>,
+    /// Bumped whenever the rules change, so catalogs are read again.
+    mirrors_changed: watch::Sender<u64>,
 }
 
 /// One catalog a merge was made from. The catalog is held weakly: a merge never keeps
@@ -277,6 +289,8 @@ impl Default for CatalogStore {
             cache: Mutex::new(cache::ContentCache::new(DEFAULT_BUDGET_BYTES)),
             changed: watch::Sender::new(0),
             merged: Mutex::default(),
+            mirrors: RwLock::default(),
+            mirrors_changed: watch::Sender::new(0),
         }
     }
 }
@@ -350,6 +364,28 @@ impl CatalogStore {
     /// A receiver that changes whenever served content changes.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+
+    /// The mirror rules in force.
+    pub fn mirrors(&self) -> Arc<MirrorRules> {
+        self.mirrors.read().expect("mirror rules poisoned").clone()
+    }
+
+    /// Replaces the mirror rules; subscribers of [`CatalogStore::mirror_changes`] hear of it
+    /// when they differ.
+    pub fn set_mirrors(&self, rules: MirrorRules) {
+        let mut current = self.mirrors.write().expect("mirror rules poisoned");
+        if **current == rules {
+            return;
+        }
+        *current = Arc::new(rules);
+        drop(current);
+        self.mirrors_changed.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that changes whenever the mirror rules change.
+    pub fn mirror_changes(&self) -> watch::Receiver<u64> {
+        self.mirrors_changed.subscribe()
     }
 
     /// The packages to resolve against: from one catalog when `only` names it, otherwise
@@ -529,7 +565,7 @@ impl CatalogStore {
         if let Some(hit) = location.digest().and_then(|d| self.cached(d)) {
             return check_digest(hit, digest);
         }
-        let content = crate::fetch::fetch(&served, csv_name, &location).await?;
+        let content = crate::fetch::fetch(&served, csv_name, &location, &self.mirrors()).await?;
         check_digest(self.remember(content), digest)
     }
 }

@@ -35,6 +35,7 @@ fn served(name: &str, priority: i32, digest: &str, packages: &[&str]) -> ServedC
         credentials: BTreeMap::new(),
         verification: None,
         listing: ListingState::default(),
+        pulled_from: None,
     }
 }
 
@@ -266,6 +267,7 @@ fn acme_db(digest: &str) -> BundleContent {
         version: semver::Version::new(1, 0, 0),
         digest: digest.into(),
         image: None,
+        pulled_from: None,
         bundle,
     }
 }

@@ -18,6 +18,7 @@ fn record(csv: &str, outcome: RevisionOutcome, reason: &str) -> RevisionRecord {
         forced: false,
         restored_from: None,
         verified_by: Vec::new(),
+        image_rewrites: Vec::new(),
     }
 }
 

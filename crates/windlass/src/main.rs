@@ -26,6 +26,9 @@ enum Command {
     /// Read, lint, render and explore catalogs of bundles.
     #[command(subcommand)]
     Catalog(cmd::catalog::CatalogCommand),
+    /// Package an operator with every image it needs for an air-gapped site, and push it there.
+    #[command(subcommand)]
+    Package(cmd::package::PackageCommand),
     /// Inspect, build, publish and serve release payloads (the CVO's layout).
     #[command(subcommand)]
     Release(cmd::release::ReleaseCommand),
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bundle(command) => cmd::bundle::run(command),
         Command::Catalog(command) => cmd::catalog::run(command),
+        Command::Package(command) => cmd::package::run(command),
         Command::Release(command) => cmd::release::run(command),
         Command::Manager(args) => manager::run(args),
         Command::Upgrade(args) => cmd::upgrade::run(args),

@@ -37,6 +37,7 @@ use windlass_testkit::{
     require_manager, unique_name,
 };
 
+mod mirrors;
 mod platform;
 
 const TIMEOUT: Duration = Duration::from_secs(240);
@@ -130,6 +131,7 @@ async fn check_file(client: &Client, file: &Path) {
     let mut policies = Vec::new();
     let mut trust_policies = Vec::new();
     let mut cluster_versions = Vec::new();
+    let mut mirror_sets = Vec::new();
     for (index, document) in documents(file).into_iter().enumerate() {
         let kind = (document["apiVersion"].as_str(), document["kind"].as_str());
         match kind {
@@ -140,6 +142,7 @@ async fn check_file(client: &Client, file: &Path) {
             (Some("windlass.dev/v1alpha1"), Some("ClusterVersion")) => {
                 cluster_versions.push(document)
             }
+            (Some("windlass.dev/v1alpha1"), Some("ImageMirrorSet")) => mirror_sets.push(document),
             (api_version, kind) => panic!(
                 "document {} is {}/{}, which e2e/tests/e2e/examples.rs does not know how to check; add its check there",
                 index + 1,
@@ -162,6 +165,9 @@ async fn check_file(client: &Client, file: &Path) {
     }
     for cluster_version in cluster_versions {
         platform::check_cluster_version(client, cluster_version).await;
+    }
+    for set in mirror_sets {
+        mirrors::check_image_mirror_set(client, set).await;
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod common;
 
+mod air_gapped;
 mod blueprint_lifecycle;
 mod catalog_listing;
 mod catalog_removal;

@@ -36,8 +36,8 @@ fn rule(
 }
 
 /// The plural of every windlass kind, with `suffix` (`""`, `"/status"`, `"/finalizers"`).
-/// InstallPolicies and TrustPolicies are left out: cluster admins write them and the manager
-/// only reads them.
+/// InstallPolicies, TrustPolicies and ImageMirrorSets are left out: cluster admins write them
+/// and the manager only reads them.
 fn windlass_resources(suffix: &str) -> Vec<String> {
     windlass_api::crds()
         .iter()
@@ -47,7 +47,7 @@ fn windlass_resources(suffix: &str) -> Vec<String> {
 }
 
 /// The kinds only cluster admins write; the manager reads them.
-const ADMIN_WRITTEN: [&str; 2] = ["InstallPolicy", "TrustPolicy"];
+const ADMIN_WRITTEN: [&str; 3] = ["InstallPolicy", "TrustPolicy", "ImageMirrorSet"];
 
 /// What the manager may do anywhere in the cluster (the ClusterRole).
 fn cluster_rules() -> Vec<Rule> {
@@ -65,10 +65,15 @@ fn cluster_rules() -> Vec<Rule> {
         Rule {
             why: &[
                 "InstallPolicies say what each namespace may install, TrustPolicies which keys must have",
-                "signed what; cluster admins write them. Read only.",
+                "signed what, ImageMirrorSets where the site's registries serve copies of images; cluster",
+                "admins write them. Read only.",
             ],
             api_groups: group.clone(),
-            resources: vec!["installpolicies".to_string(), "trustpolicies".to_string()],
+            resources: vec![
+                "installpolicies".to_string(),
+                "trustpolicies".to_string(),
+                "imagemirrorsets".to_string(),
+            ],
             verbs: READ,
         },
         Rule {

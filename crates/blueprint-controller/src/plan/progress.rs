@@ -122,6 +122,7 @@ pub(super) fn begin(
         forced: start.forced,
         restored_from,
         verified_by: Vec::new(),
+        image_rewrites: Vec::new(),
     };
     changes.record_new(record.clone());
     changes.held_back = match held {
@@ -236,8 +237,14 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
     let mut record = current;
     if record.started_time.is_none() {
         record.started_time = Some(Time(input.now));
-        if let Validation::Ready { verified_by, .. } = validation {
+        if let Validation::Ready {
+            verified_by,
+            image_rewrites,
+            ..
+        } = validation
+        {
             record.verified_by = verified_by.clone();
+            record.image_rewrites = image_rewrites.clone();
         }
         changes.update_record(record.clone());
     }

@@ -67,6 +67,7 @@ pub fn acme_db_bundle() -> BundleContent {
         version: bundle.csv.version().expect("the CSV has a version"),
         digest: DIGEST.into(),
         image: None,
+        pulled_from: None,
         bundle,
     }
 }

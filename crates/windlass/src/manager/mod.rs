@@ -70,6 +70,7 @@ const CRDS: [&str; 9] = [
     "installscopes.windlass.dev",
     "clusterversions.windlass.dev",
     "trustpolicies.windlass.dev",
+    "imagemirrorsets.windlass.dev",
 ];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -195,6 +196,9 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
     state.set_ready(true);
     let store = windlass_catalog_store::CatalogStore::with_cache_budget(args.bundle_cache_bytes);
+    if runs(scope::Controller::Catalog) || runs(scope::Controller::Blueprint) {
+        watch_mirrors(&client, &store).await;
+    }
     // One signature checker for every controller: verdicts are cached once per digest.
     let trust = Arc::new(windlass_kit::TrustGate::new(
         client.clone(),
@@ -319,6 +323,25 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     }
     info!("stopped");
     Ok(())
+}
+
+/// Keeps the store's mirror rules current from the cluster's ImageMirrorSets, and waits for
+/// the first list: installs decide their images' mirrors once, so controllers should not
+/// start without the rules.
+async fn watch_mirrors(client: &Client, store: &Arc<windlass_catalog_store::CatalogStore>) {
+    let (listed, first_list) = tokio::sync::oneshot::channel();
+    let target = store.clone();
+    tokio::spawn(windlass_kit::mirrors::watch(
+        client.clone(),
+        move |rules| target.set_mirrors(rules),
+        listed,
+    ));
+    match tokio::time::timeout(windlass_kit::mirrors::FIRST_LIST_PATIENCE, first_list).await {
+        Ok(Ok(())) => info!("image mirror rules read"),
+        _ => warn!(
+            "ImageMirrorSets could not be listed yet; starting without mirror rules until they are"
+        ),
+    }
 }
 
 fn until_shutdown(

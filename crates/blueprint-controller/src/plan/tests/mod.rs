@@ -69,6 +69,7 @@ impl World {
             validation: Validation::Ready {
                 kept_crds: Vec::new(),
                 verified_by: Vec::new(),
+                image_rewrites: Vec::new(),
             },
             rollback_source: Ok(()),
             now: Timestamp::from_second(1_800_000_000).unwrap(),

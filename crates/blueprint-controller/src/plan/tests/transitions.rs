@@ -236,6 +236,7 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
     world.validation = Validation::Ready {
         kept_crds: vec![],
         verified_by: vec![],
+        image_rewrites: vec![],
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -269,6 +270,7 @@ fn tampered_content_is_never_applied_and_never_rolled_back_from() {
     world.validation = Validation::Ready {
         kept_crds: vec![],
         verified_by: vec![],
+        image_rewrites: vec![],
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -517,6 +519,7 @@ fn a_signature_refusal_holds_the_install_and_the_keys_that_signed_are_recorded_o
     world.validation = Validation::Ready {
         kept_crds: vec![],
         verified_by: vec!["p/a".into()],
+        image_rewrites: vec![],
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -529,4 +532,42 @@ fn a_signature_refusal_holds_the_install_and_the_keys_that_signed_are_recorded_o
     );
     assert_eq!(world.record(2).verified_by, ["p/a"]);
     assert!(world.record(1).verified_by.is_empty());
+}
+
+#[test]
+fn the_images_taken_from_mirrors_are_recorded_on_the_revision_once_it_runs() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+    let rewrites = vec![
+        windlass_api::ImageRewrite {
+            image: "quay.io/acme/db-bundle@sha256:1".into(),
+            mirror: "registry.site/acme/db-bundle@sha256:1".into(),
+            mirror_set: "site".into(),
+        },
+        windlass_api::ImageRewrite {
+            image: "quay.io/acme/db-operator@sha256:2".into(),
+            mirror: "registry.site/acme/db-operator@sha256:2".into(),
+            mirror_set: "site".into(),
+        },
+    ];
+    world.validation = Validation::Ready {
+        kept_crds: vec![],
+        verified_by: vec![],
+        image_rewrites: rewrites.clone(),
+    };
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert_eq!(world.record(2).image_rewrites, rewrites);
+    assert!(
+        world.record(1).image_rewrites.is_empty(),
+        "the earlier revision keeps its own"
+    );
+    // Content read again later says the same; the record is written once, when it starts.
+    world.validation = Validation::Ready {
+        kept_crds: vec![],
+        verified_by: vec![],
+        image_rewrites: vec![],
+    };
+    world.settle();
+    assert_eq!(world.record(2).image_rewrites, rewrites);
 }
