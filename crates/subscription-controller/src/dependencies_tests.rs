@@ -42,6 +42,8 @@ fn record(revision: i64, version: &str, outcome: RevisionOutcome) -> RevisionRec
         forced: false,
         restored_from: None,
         verified_by: Vec::new(),
+        plan: None,
+        approved_plan: None,
     }
 }
 

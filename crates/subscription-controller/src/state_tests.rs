@@ -18,6 +18,8 @@ fn record(csv: &str, outcome: RevisionOutcome, reason: &str) -> RevisionRecord {
         forced: false,
         restored_from: None,
         verified_by: Vec::new(),
+        plan: None,
+        approved_plan: None,
     }
 }
 
