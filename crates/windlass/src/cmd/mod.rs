@@ -9,6 +9,7 @@ pub mod catalog_graph;
 pub mod catalog_problems;
 pub mod catalog_render;
 pub mod lifecycle;
+pub mod plan;
 pub mod release;
 pub mod release_graph;
 pub mod release_registry;
