@@ -7,9 +7,9 @@
 
 /// The field manager of every write windlass makes (server-side apply and status).
 pub const FIELD_MANAGER: &str = "windlass";
-/// The field manager of the `windlass` CLI's own edits (`rollback`, `resume`, `catalog delist`
-/// and `relist`), so the controllers, and GitOps tools, can tell a person's change from their
-/// own.
+/// The field manager of the `windlass` CLI's own edits (`rollback`, `resume`, `approve`,
+/// `catalog delist` and `relist`), so the controllers, and GitOps tools, can tell a person's
+/// change from their own.
 pub const CLI_FIELD_MANAGER: &str = "windlass-cli";
 
 /// Labels windlass puts on what it creates.
@@ -39,6 +39,9 @@ pub mod labels {
     pub const DEPENDENCY: &str = "windlass.dev/dependency";
     /// On a revision Secret: the revision number.
     pub const REVISION: &str = "windlass.dev/revision";
+    /// On a plan Secret: the revision whose plan it holds. Not [`REVISION`], so plans are
+    /// never listed as revisions.
+    pub const PLAN_REVISION: &str = "windlass.dev/plan-revision";
     /// On the ClusterRoles windlass writes to read the custom resources of one CRD: `true`.
     /// The manager's aggregated ClusterRole selects them, so it can read exactly the custom
     /// resources of the CRDs it manages and no others.
@@ -78,6 +81,8 @@ pub mod annotations {
     pub const VERSION: &str = "windlass.dev/version";
     /// On a revision Secret: the name of its CSV.
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass.dev/cluster-service-version";
+    /// On a plan Secret: the plan's digest (what approving names).
+    pub const PLAN_DIGEST: &str = "windlass.dev/plan-digest";
     /// On a CRD: the package whose bundle last wrote it.
     pub const CRD_PACKAGE: &str = "windlass.dev/bundle-package";
     /// On a CRD: the version of the bundle that last wrote it (CRDs never move backwards).
@@ -157,6 +162,9 @@ pub mod conditions {
         /// Whether the namespace's InstallPolicies permit the install as asked (only present
         /// when they do not).
         pub const INSTALL_PERMITTED: &str = "InstallPermitted";
+        /// Under Manual approval: whether the current revision's plan is approved (False while
+        /// it waits, naming the digest to approve, or what changed since the approval).
+        pub const PLAN_APPROVED: &str = "PlanApproved";
     }
 
     /// A ClusterServiceVersion's conditions.
@@ -236,6 +244,12 @@ pub mod reasons {
         pub const NO_REVISION: &str = "NoRevision";
         /// The revision's CSV has not reached Succeeded.
         pub const CLUSTER_SERVICE_VERSION_NOT_SUCCEEDED: &str = "ClusterServiceVersionNotSucceeded";
+        /// The plan waits for a person's approval.
+        pub const AWAITING_APPROVAL: &str = "AwaitingApproval";
+        /// The plan changed after it was approved (or differs from the digest approved).
+        pub const PLAN_CHANGED: &str = "PlanChanged";
+        /// The plan was approved: by digest (`spec.approvedPlan`) or as shown (`approved`).
+        pub const PLAN_APPROVED: &str = "Approved";
     }
 
     /// Why the ClusterVersion is where it is.
@@ -423,6 +437,23 @@ pub mod revision_secret {
     pub const TYPE: &str = "windlass.dev/revision.v1";
     /// The key of the revision content (gzip of JSON) in the Secret.
     pub const DATA_KEY: &str = "revision.json.gz";
+}
+
+/// How the plan of a Blueprint revision is kept: a Secret next to the revision's own, sealed
+/// the same way.
+pub mod plan_secret {
+    /// The Secret type of a stored plan.
+    pub const TYPE: &str = "windlass.dev/plan.v1";
+    /// The key of the plan document (gzip of JSON) in the Secret.
+    pub const DATA_KEY: &str = "plan.json.gz";
+    /// What the seal names as the plan's owner kind (a revision's seal names `Blueprint`, so
+    /// neither can pass for the other).
+    pub const SEAL_KIND: &str = "BlueprintPlan";
+
+    /// The plan Secret of revision `revision` of Blueprint `blueprint`.
+    pub fn name(blueprint: &str, revision: i64) -> String {
+        format!("{blueprint}.r{revision}.plan")
+    }
 }
 
 /// How an applied release payload is kept in the cluster for rollbacks (a Secret in the

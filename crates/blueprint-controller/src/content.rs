@@ -28,6 +28,7 @@ use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
 use windlass_catalog_store::{BundleContent, CatalogStore};
 use windlass_kit::{Applier, TrustGate};
 use windlass_revisions::SealKey;
+use windlass_preview::CrdAction;
 use windlass_trust::{Artifact, ArtifactClass};
 
 use crate::{
@@ -48,6 +49,17 @@ pub struct Loaded {
     pub live_crds: BTreeMap<String, Value>,
     /// Where it is installed and what the namespace's InstallPolicies permit.
     pub placement: Placement,
+    /// What happens to each CRD the bundle ships, and every safety finding (for the plan).
+    pub crd_reviews: Vec<CrdReview>,
+}
+
+/// One CRD of the bundle as the validate stage judged it.
+#[derive(Clone, Debug)]
+pub struct CrdReview {
+    pub name: String,
+    pub action: windlass_preview::CrdAction,
+    /// Every finding of `crd_safety::findings`, blocking or not, unfiltered.
+    pub findings: Vec<crd_safety::Violation>,
 }
 
 /// Dereference and validate the content a plan asks for, with what `observed` found of the
@@ -105,12 +117,19 @@ pub async fn validate(
         .permit
         .granted
         .contains(&ClusterScopedGrant::CrdAdoption);
+    let mut crd_reviews = Vec::new();
     for crd in converted
         .objects
         .iter()
         .filter(|m| m.kind() == "CustomResourceDefinition")
     {
+        let review = |action, findings| CrdReview {
+            name: crd.name().to_string(),
+            action,
+            findings,
+        };
         let Some(live) = live_crd(client, crd.name()).await? else {
+            crd_reviews.push(review(CrdAction::Create, Vec::new()));
             continue;
         };
         let from = build::BundleId {
@@ -127,18 +146,29 @@ pub async fn validate(
             continue;
         }
         match request.crds {
-            CrdPolicy::KeepLive => kept.push(crd.name().to_string()),
+            CrdPolicy::KeepLive => {
+                kept.push(crd.name().to_string());
+                crd_reviews.push(review(CrdAction::KeepLive, Vec::new()));
+            }
             // A newer version of the package wrote it: it stays (see build::live_crd_is_newer).
             CrdPolicy::Apply if build::live_crd_is_newer(&live, &from) => {
-                kept.push(crd.name().to_string())
+                kept.push(crd.name().to_string());
+                crd_reviews.push(review(CrdAction::KeepLive, Vec::new()));
             }
             // Already what we would write: nothing can break, no need to read every object.
             // Keys the new CRD leaves out count as changes: the forced apply removes them.
-            CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {}
+            CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {
+                crd_reviews.push(review(CrdAction::Unchanged, Vec::new()));
+            }
+            // Every rule of the table in crd_safety: OLM v0's, the schema-to-schema rules per
+            // version and served-version pair, and the existing objects (schema, CEL rules,
+            // pruning), with ratcheting. What blocks is refused; the rest is reported.
             CrdPolicy::Apply => {
                 let versions = crd_safety::versions_to_check(&live, &crd.object);
                 let existing = existing_objects(applier, &live, &versions).await?;
-                violations.extend(crd_safety::check(&live, &crd.object, &existing));
+                let found = crd_safety::findings(&live, &crd.object, &existing);
+                violations.extend(found.iter().filter(|v| v.blocks()).cloned());
+                crd_reviews.push(review(CrdAction::Change, found));
             }
         }
         live_crds.insert(crd.name().to_string(), live);
@@ -179,6 +209,7 @@ pub async fn validate(
         converted,
         live_crds,
         placement,
+        crd_reviews,
     };
     Ok((validation, Some(loaded)))
 }

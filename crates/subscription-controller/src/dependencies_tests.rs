@@ -43,6 +43,8 @@ fn record(revision: i64, version: &str, outcome: RevisionOutcome) -> RevisionRec
         restored_from: None,
         verified_by: Vec::new(),
         image_rewrites: Vec::new(),
+        plan: None,
+        approved_plan: None,
     }
 }
 

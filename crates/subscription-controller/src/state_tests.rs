@@ -19,6 +19,8 @@ fn record(csv: &str, outcome: RevisionOutcome, reason: &str) -> RevisionRecord {
         restored_from: None,
         verified_by: Vec::new(),
         image_rewrites: Vec::new(),
+        plan: None,
+        approved_plan: None,
     }
 }
 

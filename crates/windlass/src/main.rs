@@ -40,6 +40,11 @@ enum Command {
     Rollback(cmd::lifecycle::RollbackArgs),
     /// Hand a Subscription's target back to windlass after a manual rollback.
     Resume(cmd::lifecycle::Target),
+    /// Show the plan a Subscription's pending revision brings: objects created, changed and
+    /// deleted (field by field), permissions and images that change, CRD verdicts.
+    Plan(cmd::plan::PlanArgs),
+    /// Approve exactly the plan a Subscription's revision waits with (Manual approval).
+    Approve(cmd::plan::ApproveArgs),
     /// Sign an image by digest, in a format cosign verifies.
     Sign(cmd::trust::SignArgs),
     /// Verify an image's signatures against keys or a trust policy (exit 0 verified, 1 refused, 2 error).
@@ -57,6 +62,8 @@ fn main() -> ExitCode {
         Command::Upgrade(args) => cmd::upgrade::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),
+        Command::Plan(args) => cmd::plan::plan(args),
+        Command::Approve(args) => cmd::plan::approve(args),
         Command::Sign(args) => cmd::trust::sign(args),
         Command::Verify(args) => cmd::trust::verify(args),
     };

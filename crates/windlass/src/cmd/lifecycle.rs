@@ -60,7 +60,7 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-async fn blueprint_of(target: &Target) -> anyhow::Result<(Api<Blueprint>, Blueprint)> {
+pub(crate) async fn blueprint_of(target: &Target) -> anyhow::Result<(Api<Blueprint>, Blueprint)> {
     let client: Client = crate::manager::client(target.kubeconfig.as_ref()).await?;
     let subs = Api::<Subscription>::namespaced(client.clone(), &target.namespace);
     let sub = subs.get_opt(&target.subscription).await?.with_context(|| {
@@ -152,11 +152,19 @@ async fn rollback_async(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
-    wait_for_outcome(&blueprints, &name, &to, Duration::from_secs(args.timeout)).await
+    wait_for_outcome(
+        &blueprints,
+        &args.target,
+        &name,
+        &to,
+        Duration::from_secs(args.timeout),
+    )
+    .await
 }
 
 async fn wait_for_outcome(
     blueprints: &Api<Blueprint>,
+    target: &Target,
     name: &str,
     to: &str,
     timeout: Duration,
@@ -184,6 +192,20 @@ async fn wait_for_outcome(
             .is_some_and(|r| r.cluster_service_version_name == to);
         match phase {
             Some(BlueprintPhase::Succeeded) if at_target => return Ok(ExitCode::SUCCESS),
+            // Under Manual approval a rollback is a plan like any other: a person looks first.
+            Some(BlueprintPhase::RequiresApproval) if at_target => {
+                if let Some(preview) = &status.preview {
+                    println!("  plan {}: {}", preview.digest, preview.summary);
+                }
+                println!(
+                    "The rollback waits for approval: `windlass plan {sub} -n {ns}` shows what it \
+                     changes and the out-of-band edits it overwrites; `windlass approve {sub} -n \
+                     {ns}` runs it.",
+                    sub = target.subscription,
+                    ns = target.namespace
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             Some(BlueprintPhase::Failed) if at_target => {
                 let why = status
                     .conditions

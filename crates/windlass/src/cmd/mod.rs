@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod package;
 pub mod package_build;
 pub mod package_push;
+pub mod plan;
 pub mod release;
 pub mod release_graph;
 pub mod release_registry;

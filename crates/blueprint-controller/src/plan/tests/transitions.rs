@@ -18,6 +18,7 @@ fn first_install_records_the_revision_then_applies_then_completes() {
             old_version: None,
             old_cluster_service_version_name: None,
             approved: Some(false),
+            approved_plan: Some(None),
         })
     );
     assert_eq!(
@@ -118,7 +119,9 @@ fn manual_approval_waits_per_revision_and_nothing_is_applied_meanwhile() {
         "approval is reset when a revision starts"
     );
     assert_eq!(waiting.action, Action::Record);
-    assert!(world.stored.is_empty() && world.csvs.is_empty());
+    // Its content is stored and previewed, nothing of it applied.
+    assert!(world.csvs.is_empty());
+    assert_eq!(world.stored.len(), 1);
 
     world.spec.approved = true;
     world.generation += 1;
@@ -137,10 +140,12 @@ fn manual_approval_waits_per_revision_and_nothing_is_applied_meanwhile() {
         Some("1.0.0"),
         "what runs until the upgrade is approved"
     );
-    assert_eq!(
-        world.step("CRDs").1,
-        "waiting for approval: set spec.approved to true"
+    let waiting = world.step("CRDs").1;
+    assert!(
+        waiting.starts_with("plan sha256:acme-db.v1.0.1|") && waiting.contains("waits for approval"),
+        "{waiting}"
     );
+    assert!(waiting.contains("`windlass approve db`"), "{waiting}");
 }
 
 #[test]
