@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod catalog_graph;
 pub mod catalog_problems;
 pub mod catalog_render;
+pub mod hub;
 pub mod lifecycle;
 pub mod release;
 pub mod release_graph;
