@@ -25,6 +25,8 @@ mod crd_safety_differential;
 mod csv_controller;
 mod examples;
 mod helm_chart;
+mod hub_api;
+mod hub_browser;
 mod install_identity;
 mod install_scopes;
 mod leader_election;
