@@ -35,7 +35,10 @@ const MAX_SESSIONS: usize = 10_000;
 pub enum AuthMode {
     /// Act with this client (the starting person's kubeconfig); browsers and API clients
     /// present `launch_token`.
-    Kubeconfig { client: Client, launch_token: String },
+    Kubeconfig {
+        client: Client,
+        launch_token: String,
+    },
     /// Act with each person's own bearer token, after `reviewer` (the hub's own account)
     /// checked it with a TokenReview. `base` is how to reach the API server.
     BearerToken { reviewer: Client, base: Config },
@@ -169,7 +172,8 @@ impl Authenticator {
                     return Ok((hit.client.clone(), Some(hit.user.clone())));
                 }
                 let user = review(reviewer, token).await?;
-                let client = client_for(base, token).map_err(|e| AuthError::Review(e.to_string()))?;
+                let client =
+                    client_for(base, token).map_err(|e| AuthError::Review(e.to_string()))?;
                 let mut reviews = self.reviews.lock().expect("reviews lock");
                 reviews.retain(|_, r| r.at.elapsed() < REVIEW_TTL);
                 reviews.insert(
@@ -211,10 +215,7 @@ impl Authenticator {
     }
 
     pub fn sign_out(&self, session: &str) {
-        self.sessions
-            .lock()
-            .expect("sessions lock")
-            .remove(session);
+        self.sessions.lock().expect("sessions lock").remove(session);
     }
 }
 

@@ -115,10 +115,7 @@ pub async fn install(client: &Client, form: &InstallRequest) -> Outcome {
         field_manager: Some(HUB_FIELD_MANAGER.into()),
         ..Default::default()
     };
-    let what = format!(
-        "creating Subscription {}/{}",
-        form.namespace, form.package
-    );
+    let what = format!("creating Subscription {}/{}", form.namespace, form.package);
     match Api::<Subscription>::namespaced(client.clone(), &form.namespace)
         .create(&params, &subscription)
         .await

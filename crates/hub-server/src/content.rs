@@ -179,8 +179,8 @@ impl Contents {
                 let mut metadata = BTreeMap::new();
                 for (csv, location) in &builtin.bundles {
                     if let BundleLocation::Directory { path, .. } = location {
-                        let bundle =
-                            windlass_bundle::load_bundle(path).map_err(|e| format!("{csv}: {e}"))?;
+                        let bundle = windlass_bundle::load_bundle(path)
+                            .map_err(|e| format!("{csv}: {e}"))?;
                         metadata.insert(csv.clone(), BundleMetadata::from_bundle(&bundle));
                     }
                 }

@@ -137,7 +137,9 @@ mod tests {
         ] {
             assert_eq!(accepts_gzip(header), expected, "{header:?}");
         }
-        let big = Builder::new(200, TEXT, vec![b'a'; 4096]).gzip_for(Some("gzip")).build();
+        let big = Builder::new(200, TEXT, vec![b'a'; 4096])
+            .gzip_for(Some("gzip"))
+            .build();
         assert_eq!(big.headers()[header::CONTENT_ENCODING], "gzip");
         let small = Builder::new(200, TEXT, "x").gzip_for(Some("gzip")).build();
         assert!(small.headers().get(header::CONTENT_ENCODING).is_none());

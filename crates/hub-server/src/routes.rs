@@ -10,8 +10,9 @@ use std::sync::Arc;
 use http_body_util::BodyExt;
 use hyper::{Method, Request, body::Incoming, header};
 use windlass_hub::{
-    Query, api,
+    Query,
     actions::InstallRequest,
+    api,
     detail::PackageDetail,
     graph,
     html::Viewer,
@@ -177,7 +178,10 @@ async fn login_get(hub: &Hub, request: &Asked) -> Builder {
 /// from the hub's own page: a sign-in another site starts is refused.
 async fn login_post(hub: &Hub, request: &Asked) -> Builder {
     if let OriginCheck::CrossOrigin(origin) = origin_of(hub, request) {
-        return respond::message(403, &format!("sign-in from another site ({origin}) refused"));
+        return respond::message(
+            403,
+            &format!("sign-in from another site ({origin}) refused"),
+        );
     }
     signed_in(hub, &request.form("token")).await
 }
@@ -233,8 +237,10 @@ async fn post(hub: &Hub, request: &Asked, identity: &Identity) -> Builder {
             if identity.from_cookie {
                 hub.auth.sign_out(&identity.credential);
             }
-            return respond::redirect("/login")
-                .header(header::SET_COOKIE, security::session_cookie("", hub.secure_cookies, 0));
+            return respond::redirect("/login").header(
+                header::SET_COOKIE,
+                security::session_cookie("", hub.secure_cookies, 0),
+            );
         }
         "/actions/install" => cluster::install(client, &InstallRequest::parse(&request.body)).await,
         "/actions/approve" => cluster::approve(client, &namespace, &name).await,
@@ -310,7 +316,11 @@ async fn get(hub: &Hub, request: &Asked, identity: &Identity, viewer: &Viewer) -
                 respond::html(200, pages::package_page(&detail, &defaults, viewer))
                     .gzip_for(accept_encoding)
             }
-            None => not_found(request, viewer, &format!("catalog {catalog} has no package {name}")),
+            None => not_found(
+                request,
+                viewer,
+                &format!("catalog {catalog} has no package {name}"),
+            ),
         },
         ["graphs", catalog, name, file] => {
             let Some(channel) = file.strip_suffix(".svg") else {
@@ -414,21 +424,31 @@ fn with_problems(html: String, view: &View) -> String {
             )
         })
         .collect();
-    html.replacen("<div id=\"results\"", &format!("{notes}<div id=\"results\""), 1)
+    html.replacen(
+        "<div id=\"results\"",
+        &format!("{notes}<div id=\"results\""),
+        1,
+    )
 }
 
 fn refused_catalogs(request: &Asked, viewer: &Viewer, error: kube::Error) -> Builder {
     let (status, message) = match error {
         kube::Error::Api(status) => (
             status.code,
-            format!("listing catalogs: the API server refused: {}", status.message),
+            format!(
+                "listing catalogs: the API server refused: {}",
+                status.message
+            ),
         ),
         other => (502, format!("listing catalogs: {other}")),
     };
     if request.wants_json() {
         return respond::message(status, &message);
     }
-    respond::html(status, error_page("Catalogs not readable", &message, viewer))
+    respond::html(
+        status,
+        error_page("Catalogs not readable", &message, viewer),
+    )
 }
 
 fn not_found(request: &Asked, viewer: &Viewer, message: &str) -> Builder {

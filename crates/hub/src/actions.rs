@@ -25,9 +25,7 @@ pub enum ActionError {
         name: String,
         to: String,
     },
-    #[error(
-        "Blueprint {namespace}/{name} already targets {to}; see its RollbackAllowed condition"
-    )]
+    #[error("Blueprint {namespace}/{name} already targets {to}; see its RollbackAllowed condition")]
     AlreadyTargeted {
         namespace: String,
         name: String,
@@ -71,10 +69,8 @@ impl InstallRequest {
 
     /// The Subscription to create (named after the package), or what is wrong with the form.
     pub fn subscription(&self) -> Result<Value, ActionError> {
-        let invalid = |field: &'static str, message: String| ActionError::InvalidField {
-            field,
-            message,
-        };
+        let invalid =
+            |field: &'static str, message: String| ActionError::InvalidField { field, message };
         check_name("namespace", &self.namespace, 63)?;
         check_name("package", &self.package, 253)?;
         if !self.catalog.is_empty() {
@@ -134,9 +130,9 @@ impl InstallRequest {
 fn check_name(field: &'static str, value: &str, max: usize) -> Result<(), ActionError> {
     let ok = !value.is_empty()
         && value.len() <= max
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (b == b'.' && max > 63))
+        && value.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (b == b'.' && max > 63)
+        })
         && value.starts_with(|c: char| c.is_ascii_alphanumeric())
         && value.ends_with(|c: char| c.is_ascii_alphanumeric());
     if ok {
@@ -194,7 +190,11 @@ pub fn rollback_target(blueprint: &Blueprint, to: Option<&str>) -> Result<Rollba
             })?,
     };
     if to == current {
-        return Err(ActionError::AlreadyTargeted { namespace, name, to });
+        return Err(ActionError::AlreadyTargeted {
+            namespace,
+            name,
+            to,
+        });
     }
     let from = history
         .first()
@@ -310,7 +310,10 @@ mod tests {
             b"catalog=builtin&package=acme-db&namespace=team-a&channel=stable&versionRange=%3E%3D1.0.0+%3C1.1.0&approval=Manual",
         );
         let sub = form.subscription().unwrap();
-        assert_eq!(sub["metadata"], json!({"name": "acme-db", "namespace": "team-a"}));
+        assert_eq!(
+            sub["metadata"],
+            json!({"name": "acme-db", "namespace": "team-a"})
+        );
         assert_eq!(
             sub["spec"],
             json!({"package": "acme-db", "approval": "Manual", "channel": "stable", "versionRange": ">=1.0.0 <1.1.0", "catalog": "builtin", "targetNamespaces": ["team-a"]})
@@ -319,18 +322,25 @@ mod tests {
             ("package=acme-db&namespace=Team_A", "namespace"),
             ("package=&namespace=a", "package"),
             ("package=acme-db&namespace=a&approval=Sometimes", "approval"),
-            ("package=acme-db&namespace=a&versionRange=%3E%3Dx", "versionRange"),
+            (
+                "package=acme-db&namespace=a&versionRange=%3E%3Dx",
+                "versionRange",
+            ),
             ("package=acme-db&namespace=a&catalog=..", "catalog"),
             ("package=acme-db&namespace=a&watch=some", "watch"),
         ];
         for (body, field) in bad {
-            let error = InstallRequest::parse(body.as_bytes()).subscription().unwrap_err();
+            let error = InstallRequest::parse(body.as_bytes())
+                .subscription()
+                .unwrap_err();
             assert!(
                 matches!(&error, ActionError::InvalidField { field: f, .. } if *f == field),
                 "{body}: {error}"
             );
         }
-        let minimal = InstallRequest::parse(b"package=p&namespace=n").subscription().unwrap();
+        let minimal = InstallRequest::parse(b"package=p&namespace=n")
+            .subscription()
+            .unwrap();
         assert_eq!(
             minimal["spec"],
             json!({"package": "p", "approval": "Automatic", "targetNamespaces": ["n"]})
@@ -338,6 +348,9 @@ mod tests {
         let everywhere = InstallRequest::parse(b"package=p&namespace=n&watch=all")
             .subscription()
             .unwrap();
-        assert_eq!(everywhere["spec"], json!({"package": "p", "approval": "Automatic"}));
+        assert_eq!(
+            everywhere["spec"],
+            json!({"package": "p", "approval": "Automatic"})
+        );
     }
 }

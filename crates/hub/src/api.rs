@@ -84,7 +84,10 @@ mod tests {
 
     #[test]
     fn the_package_endpoints_answer_with_summaries_and_details() {
-        let index = HubIndex::new(vec![Arc::new(synthetic::content("s", synthetic::catalog(3, 2)))]);
+        let index = HubIndex::new(vec![Arc::new(synthetic::content(
+            "s",
+            synthetic::catalog(3, 2),
+        ))]);
         let list = serde_json::to_value(packages(&index, &Query::parse("q=synthetic-2"))).unwrap();
         assert_eq!(list["count"], 1);
         assert_eq!(list["packages"][0]["name"], "synthetic-2");

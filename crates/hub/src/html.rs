@@ -61,7 +61,13 @@ pub enum Section {
 /// The whole page around `body`.
 pub fn layout(title: &str, section: Section, viewer: &Viewer, body: &str) -> String {
     let mut out = String::with_capacity(body.len() + 1024);
-    let current = |s: Section| if s == section { " aria-current=\"page\"" } else { "" };
+    let current = |s: Section| {
+        if s == section {
+            " aria-current=\"page\""
+        } else {
+            ""
+        }
+    };
     let _ = write!(
         out,
         concat!(

@@ -60,7 +60,12 @@ pub fn representative(package: &Package) -> Option<&Bundle> {
             _ => None,
         }
     });
-    head.or_else(|| package.bundles.values().max_by(|a, b| a.version.cmp(&b.version)))
+    head.or_else(|| {
+        package
+            .bundles
+            .values()
+            .max_by(|a, b| a.version.cmp(&b.version))
+    })
 }
 
 /// A package as the list shows it.
@@ -94,7 +99,11 @@ impl PackageSummary {
         let short_description = meta
             .short_description
             .clone()
-            .or_else(|| meta.description.as_deref().map(|d| markdown::summary(d, 160)))
+            .or_else(|| {
+                meta.description
+                    .as_deref()
+                    .map(|d| markdown::summary(d, 160))
+            })
             .unwrap_or_default();
         let haystack = [
             package.name.as_str(),

@@ -107,7 +107,10 @@ mod tests {
     #[test]
     fn markdown_renders_and_html_in_it_is_shown_as_text() {
         let cases = [
-            ("# Title\n\nSome *text*.", "<h1>Title</h1>\n<p>Some <em>text</em>.</p>\n"),
+            (
+                "# Title\n\nSome *text*.",
+                "<h1>Title</h1>\n<p>Some <em>text</em>.</p>\n",
+            ),
             (
                 "<script>alert(1)</script>",
                 "&lt;script&gt;alert(1)&lt;/script&gt;",
@@ -150,7 +153,15 @@ mod tests {
             "<object data=x>",
         ] {
             let out = to_safe_html(attack);
-            for bad in ["<script", "<svg", "<iframe", "javascript:", "<style", "<object", "data:"] {
+            for bad in [
+                "<script",
+                "<svg",
+                "<iframe",
+                "javascript:",
+                "<style",
+                "<object",
+                "data:",
+            ] {
                 assert!(!out.contains(bad), "{attack:?} -> {out:?} contains {bad}");
             }
         }
@@ -158,7 +169,10 @@ mod tests {
 
     #[test]
     fn summaries_take_the_first_paragraph_and_cut_it() {
-        assert_eq!(summary("# Etcd\n\nA key\nvalue store.\n\nMore.", 80), "A key value store.");
+        assert_eq!(
+            summary("# Etcd\n\nA key\nvalue store.\n\nMore.", 80),
+            "A key value store."
+        );
         assert_eq!(summary("abcdef", 4), "abc…");
         assert_eq!(summary("", 10), "");
     }

@@ -260,14 +260,14 @@ fn from_csv(bundle: &Bundle) -> BundleMetadata {
             .and_then(Value::as_str)
             .map(str::to_string),
     };
-    let (mut owned_apis, mut required_apis): (Vec<_>, Vec<_>) = match &spec.customresourcedefinitions
-    {
-        Some(crds) => (
-            crds.owned.iter().map(crd).collect(),
-            crds.required.iter().map(crd).collect(),
-        ),
-        None => (Vec::new(), Vec::new()),
-    };
+    let (mut owned_apis, mut required_apis): (Vec<_>, Vec<_>) =
+        match &spec.customresourcedefinitions {
+            Some(crds) => (
+                crds.owned.iter().map(crd).collect(),
+                crds.required.iter().map(crd).collect(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
     if let Some(apis) = &spec.apiservicedefinitions {
         owned_apis.extend(apis.owned.iter().map(api));
         required_apis.extend(apis.required.iter().map(api));
@@ -384,7 +384,8 @@ mod tests {
 
     #[test]
     fn the_sample_bundles_read_from_their_csv() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles/acme-db/1.1.0");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles/acme-db/1.1.0");
         let bundle = windlass_bundle::load_bundle(&dir).unwrap();
         let meta = BundleMetadata::from_bundle(&bundle);
         assert!(meta.display_name.is_some());

@@ -206,14 +206,30 @@ mod tests {
         let host = Some("127.0.0.1:8080");
         let cases = [
             (Some("http://127.0.0.1:8080"), None, OriginCheck::SameOrigin),
-            (Some("http://evil.example"), None, OriginCheck::CrossOrigin("http://evil.example".into())),
+            (
+                Some("http://evil.example"),
+                None,
+                OriginCheck::CrossOrigin("http://evil.example".into()),
+            ),
             (Some("null"), None, OriginCheck::CrossOrigin("null".into())),
-            (None, Some("http://127.0.0.1:8080/packages/x"), OriginCheck::SameOrigin),
-            (None, Some("http://127.0.0.1:8080.evil/x"), OriginCheck::CrossOrigin("http://127.0.0.1:8080.evil".into())),
+            (
+                None,
+                Some("http://127.0.0.1:8080/packages/x"),
+                OriginCheck::SameOrigin,
+            ),
+            (
+                None,
+                Some("http://127.0.0.1:8080.evil/x"),
+                OriginCheck::CrossOrigin("http://127.0.0.1:8080.evil".into()),
+            ),
             (None, None, OriginCheck::Unknown),
         ];
         for (origin, referer, expected) in cases {
-            assert_eq!(check_origin(origin, referer, host, "http"), expected, "{origin:?} {referer:?}");
+            assert_eq!(
+                check_origin(origin, referer, host, "http"),
+                expected,
+                "{origin:?} {referer:?}"
+            );
         }
         assert!(matches!(
             check_origin(Some("https://127.0.0.1:8080"), None, host, "http"),
@@ -240,9 +256,15 @@ mod tests {
     #[test]
     fn cookies_are_http_only_and_strict() {
         let cookie = session_cookie("abc", false, 3600);
-        assert_eq!(cookie, "windlass_hub_session=abc; Path=/; HttpOnly; SameSite=Strict; Max-Age=3600");
+        assert_eq!(
+            cookie,
+            "windlass_hub_session=abc; Path=/; HttpOnly; SameSite=Strict; Max-Age=3600"
+        );
         assert!(session_cookie("abc", true, 1).ends_with("; Secure"));
-        assert_eq!(session_from_cookies("a=b; windlass_hub_session=xyz; c=d"), Some("xyz"));
+        assert_eq!(
+            session_from_cookies("a=b; windlass_hub_session=xyz; c=d"),
+            Some("xyz")
+        );
         assert_eq!(session_from_cookies("a=b"), None);
     }
 
@@ -251,19 +273,35 @@ mod tests {
         let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
         let png = crate::synthetic::PNG_PIXEL;
         assert_eq!(
-            icon(&json!({"base64data": b64(png), "mediatype": "image/png"})).unwrap().1,
+            icon(&json!({"base64data": b64(png), "mediatype": "image/png"}))
+                .unwrap()
+                .1,
             "image/png"
         );
         let svg = b"<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\"/>";
         assert_eq!(
-            icon(&json!({"base64data": b64(svg), "mediatype": "image/svg+xml"})).unwrap().1,
+            icon(&json!({"base64data": b64(svg), "mediatype": "image/svg+xml"}))
+                .unwrap()
+                .1,
             "image/svg+xml"
         );
         let refused = [
-            (json!({"base64data": b64(b"<html><script>x</script>"), "mediatype": "text/html"}), "media type"),
-            (json!({"base64data": b64(b"<html><script>x</script>"), "mediatype": "image/png"}), "not a image/png"),
-            (json!({"base64data": b64(png), "mediatype": "image/svg+xml"}), "not a image/svg+xml"),
-            (json!({"base64data": "!!!", "mediatype": "image/png"}), "does not decode"),
+            (
+                json!({"base64data": b64(b"<html><script>x</script>"), "mediatype": "text/html"}),
+                "media type",
+            ),
+            (
+                json!({"base64data": b64(b"<html><script>x</script>"), "mediatype": "image/png"}),
+                "not a image/png",
+            ),
+            (
+                json!({"base64data": b64(png), "mediatype": "image/svg+xml"}),
+                "not a image/svg+xml",
+            ),
+            (
+                json!({"base64data": "!!!", "mediatype": "image/png"}),
+                "does not decode",
+            ),
             (json!({"mediatype": "image/png"}), "no icon"),
         ];
         for (value, expected) in refused {

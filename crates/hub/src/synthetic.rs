@@ -60,7 +60,10 @@ pub fn catalog(packages: usize, versions: usize) -> Catalog {
         let mut package = Package {
             name: name.clone(),
             default_channel: Some("stable".into()),
-            description: Some(format!("# Synthetic {n}\n\nAn operator for {}.", keywords[0])),
+            description: Some(format!(
+                "# Synthetic {n}\n\nAn operator for {}.",
+                keywords[0]
+            )),
             icon: Some(RawJson::from_value(&icon)),
             ..Default::default()
         };

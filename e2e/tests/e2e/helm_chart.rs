@@ -612,10 +612,14 @@ async fn the_hub_is_off_by_default_and_when_on_holds_only_the_right_to_review_to
     // Without catalog readers the admin grants Catalog reads themselves.
     let no_readers = render_with(&chart, "hub.enabled=true,hub.catalogReaders=null");
     assert!(!no_readers.contains("catalog-reader"));
-    assert!(render_with(&chart, "hub.enabled=true,hub.secureCookies=false")
-        .contains("- --listen=0.0.0.0:8686\n"));
-    assert!(!render_with(&chart, "hub.enabled=true,hub.secureCookies=false")
-        .contains("--secure-cookies"));
+    assert!(
+        render_with(&chart, "hub.enabled=true,hub.secureCookies=false")
+            .contains("- --listen=0.0.0.0:8686\n")
+    );
+    assert!(
+        !render_with(&chart, "hub.enabled=true,hub.secureCookies=false")
+            .contains("--secure-cookies")
+    );
 
     for bad in ["hub.port=0", "hub.unknown=1", "hub.service.type=Ingress"] {
         let output = helm()

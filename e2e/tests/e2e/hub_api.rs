@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use windlass_api::{Catalog, Subscription, catalog::CatalogPhase};
 use windlass_hub::security::CONTENT_SECURITY_POLICY;
 use windlass_testkit::{
-    TestNamespace, catalogs::phase as catalog_phase, kubectl, lifecycle::wait_object,
-    registry, require_manager, run_ok, unique_name, wait_until_authorized, windlass_binary,
+    TestNamespace, catalogs::phase as catalog_phase, kubectl, lifecycle::wait_object, registry,
+    require_manager, run_ok, unique_name, wait_until_authorized, windlass_binary,
 };
 
 use crate::common::hub::{HubProcess, curl, header};
@@ -41,7 +41,13 @@ struct ImageCatalog {
 impl Drop for ImageCatalog {
     fn drop(&mut self) {
         let _ = kubectl()
-            .args(["delete", "catalog.windlass.dev", &self.name, "--wait=false", "--ignore-not-found"])
+            .args([
+                "delete",
+                "catalog.windlass.dev",
+                &self.name,
+                "--wait=false",
+                "--ignore-not-found",
+            ])
             .output();
     }
 }
@@ -59,7 +65,13 @@ async fn the_corpus_served_by_a_catalog_reads_back_through_curl_as_catalog_rende
     let admin = windlass_testkit::client().await;
     let corpus = corpus.display().to_string();
     let image = format!("{}:v1", registry().unique_repository("hub-corpus"));
-    run_ok(Command::new(windlass_binary()).args(["catalog", "push", &corpus, &image, "--plain-http"]));
+    run_ok(Command::new(windlass_binary()).args([
+        "catalog",
+        "push",
+        &corpus,
+        &image,
+        "--plain-http",
+    ]));
     let name = unique_name("hub-corpus");
     let _guard = ImageCatalog { name: name.clone() };
     let catalog: Catalog = serde_json::from_value(json!({
@@ -69,7 +81,10 @@ async fn the_corpus_served_by_a_catalog_reads_back_through_curl_as_catalog_rende
     }))
     .unwrap();
     let catalogs = Api::<Catalog>::all(admin.clone());
-    catalogs.create(&PostParams::default(), &catalog).await.unwrap();
+    catalogs
+        .create(&PostParams::default(), &catalog)
+        .await
+        .unwrap();
     wait_object(&catalogs, &name, "Serving", TIMEOUT, |c| {
         catalog_phase(c) == Some(CatalogPhase::Serving)
     })
@@ -80,11 +95,18 @@ async fn the_corpus_served_by_a_catalog_reads_back_through_curl_as_catalog_rende
     let all = format!("{}/api/v1/catalogs/{name}/all", hub.url);
     let (status, headers, body) = curl(&["--compressed", "-H", &auth, &all]);
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    assert_eq!(header(&headers, "content-encoding"), Some("gzip"), "{headers}");
+    assert_eq!(
+        header(&headers, "content-encoding"),
+        Some("gzip"),
+        "{headers}"
+    );
     assert_eq!(header(&headers, "content-type"), Some("application/jsonl"));
     let served = json_stream(&body);
     assert!(
-        body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count() == served.len(),
+        body.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count()
+            == served.len(),
         "one object per line"
     );
 
@@ -94,19 +116,33 @@ async fn the_corpus_served_by_a_catalog_reads_back_through_curl_as_catalog_rende
         .unwrap();
     assert!(rendered.status.success());
     let rendered = json_stream(&rendered.stdout);
-    let packages = served.iter().filter(|b| b["schema"] == "olm.package").count();
+    let packages = served
+        .iter()
+        .filter(|b| b["schema"] == "olm.package")
+        .count();
     assert_eq!(packages, 89, "the corpus has 89 packages");
     assert_eq!(served.len(), rendered.len());
     for (served, rendered) in served.iter().zip(&rendered) {
-        assert_eq!(served, rendered, "a blob differs from `windlass catalog render`");
+        assert_eq!(
+            served, rendered,
+            "a blob differs from `windlass catalog render`"
+        );
     }
 
     // Unchanged since: 304 and no body.
-    let modified = header(&headers, "last-modified").expect("Last-Modified").to_string();
+    let modified = header(&headers, "last-modified")
+        .expect("Last-Modified")
+        .to_string();
     let since = format!("If-Modified-Since: {modified}");
     let (status, _, body) = curl(&["-H", &auth, "-H", &since, &all]);
     assert_eq!((status, body.len()), (304, 0));
-    let (status, _, _) = curl(&["-H", &auth, "-H", "If-Modified-Since: Mon, 01 Jan 2001 00:00:00 GMT", &all]);
+    let (status, _, _) = curl(&[
+        "-H",
+        &auth,
+        "-H",
+        "If-Modified-Since: Mon, 01 Jan 2001 00:00:00 GMT",
+        &all,
+    ]);
     assert_eq!(status, 200);
 
     // The package endpoints find the corpus's packages.
@@ -115,7 +151,11 @@ async fn the_corpus_served_by_a_catalog_reads_back_through_curl_as_catalog_rende
     assert_eq!(status, 200);
     let found: Value = serde_json::from_slice(&body).unwrap();
     assert!(
-        found["packages"].as_array().unwrap().iter().any(|p| p["name"] == "etcd"),
+        found["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "etcd"),
         "{found}"
     );
     let one = format!("{}/api/v1/packages/etcd?catalog={name}", hub.url);
@@ -142,15 +182,21 @@ struct Session {
 fn sign_in(hub: &HubProcess) -> Session {
     let (status, headers, _) = curl(&[&hub.login_url()]);
     assert_eq!(status, 303);
-    let set_cookie = header(&headers, "set-cookie").expect("a session cookie").to_string();
+    let set_cookie = header(&headers, "set-cookie")
+        .expect("a session cookie")
+        .to_string();
     assert!(
         set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"),
         "{set_cookie}"
     );
     let cookie = set_cookie.split(';').next().unwrap().to_string();
-    let (status, headers, body) = curl(&["-H", &format!("Cookie: {cookie}"), &format!("{}/", hub.url)]);
+    let (status, headers, body) =
+        curl(&["-H", &format!("Cookie: {cookie}"), &format!("{}/", hub.url)]);
     assert_eq!(status, 200);
-    assert_eq!(header(&headers, "content-security-policy"), Some(CONTENT_SECURITY_POLICY));
+    assert_eq!(
+        header(&headers, "content-security-policy"),
+        Some(CONTENT_SECURITY_POLICY)
+    );
     let page = String::from_utf8(body).unwrap();
     let csrf = page
         .split("<meta name=\"csrf-token\" content=\"")
@@ -182,14 +228,31 @@ async fn state_changes_need_the_csrf_token_and_the_hubs_origin_and_every_respons
     let token = format!("X-CSRF-Token: {}", session.csrf);
     let refused: [(&str, Vec<&str>); 4] = [
         ("no token", vec!["-H", &cookie, "-H", &origin]),
-        ("a wrong token", vec!["-H", &cookie, "-H", &origin, "-H", "X-CSRF-Token: 00ff"]),
+        (
+            "a wrong token",
+            vec!["-H", &cookie, "-H", &origin, "-H", "X-CSRF-Token: 00ff"],
+        ),
         (
             "another origin",
-            vec!["-H", &cookie, "-H", "Origin: http://evil.example", "-H", &token],
+            vec![
+                "-H",
+                &cookie,
+                "-H",
+                "Origin: http://evil.example",
+                "-H",
+                &token,
+            ],
         ),
         (
             "another site's referrer",
-            vec!["-H", &cookie, "-H", "Referer: http://evil.example/page", "-H", &token],
+            vec![
+                "-H",
+                &cookie,
+                "-H",
+                "Referer: http://evil.example/page",
+                "-H",
+                &token,
+            ],
         ),
     ];
     for (what, headers) in refused {
@@ -205,7 +268,12 @@ async fn state_changes_need_the_csrf_token_and_the_hubs_origin_and_every_respons
     let subscriptions = Api::<Subscription>::namespaced(admin.clone(), &ns.name);
     for _ in 0..6 {
         assert!(
-            subscriptions.list(&Default::default()).await.unwrap().items.is_empty(),
+            subscriptions
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty(),
             "a refused request created something"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -222,7 +290,15 @@ async fn state_changes_need_the_csrf_token_and_the_hubs_origin_and_every_respons
 
     // The hub's own page's request goes through (the token also works as a form field).
     let with_field = format!("{form}&csrf={}", session.csrf);
-    let (status, _, body) = curl(&["-H", &cookie, "-H", &origin, "--data", &with_field, &install]);
+    let (status, _, body) = curl(&[
+        "-H",
+        &cookie,
+        "-H",
+        &origin,
+        "--data",
+        &with_field,
+        &install,
+    ]);
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let created = subscriptions.get("acme-db").await.unwrap();
     assert_eq!(created.spec.target_namespaces, Some(vec![ns.name.clone()]));
@@ -243,9 +319,17 @@ async fn state_changes_need_the_csrf_token_and_the_hubs_origin_and_every_respons
             policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"),
             "{path}: {policy:?}"
         );
-        assert_eq!(header(&headers, "x-content-type-options"), Some("nosniff"), "{path}");
+        assert_eq!(
+            header(&headers, "x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
     }
-    let (_, headers, body) = curl(&["-H", &cookie, &format!("{}/graphs/builtin/acme-db/stable.svg", hub.url)]);
+    let (_, headers, body) = curl(&[
+        "-H",
+        &cookie,
+        &format!("{}/graphs/builtin/acme-db/stable.svg", hub.url),
+    ]);
     assert_eq!(header(&headers, "content-type"), Some("image/svg+xml"));
     assert!(String::from_utf8_lossy(&body).contains("class=\"node head\""));
     // Unauthenticated: nothing but the sign-in page.
@@ -278,7 +362,10 @@ async fn in_the_clusters_mode_each_token_is_reviewed_and_acted_with() {
         "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": ["get", "list"]}],
     });
     Api::<Role>::namespaced(admin.clone(), &ns.name)
-        .create(&PostParams::default(), &serde_json::from_value(role).unwrap())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(role).unwrap(),
+        )
         .await
         .unwrap();
     let binding = json!({
@@ -288,10 +375,19 @@ async fn in_the_clusters_mode_each_token_is_reviewed_and_acted_with() {
         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns.name}],
     });
     Api::<RoleBinding>::namespaced(admin.clone(), &ns.name)
-        .create(&PostParams::default(), &serde_json::from_value(binding).unwrap())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(binding).unwrap(),
+        )
         .await
         .unwrap();
-    wait_until_authorized(&admin, &user, &ns.name, ("windlass.dev", "subscriptions", "list")).await;
+    wait_until_authorized(
+        &admin,
+        &user,
+        &ns.name,
+        ("windlass.dev", "subscriptions", "list"),
+    )
+    .await;
     let token = run_ok(kubectl().args(["create", "token", account, "-n", &ns.name]));
     let token = token.trim();
 
@@ -319,9 +415,18 @@ async fn in_the_clusters_mode_each_token_is_reviewed_and_acted_with() {
         &format!("{}/login", hub.url),
     ]);
     assert_eq!(status, 303);
-    let cookie = header(&headers, "set-cookie").unwrap().split(';').next().unwrap().to_string();
+    let cookie = header(&headers, "set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
     let cookie = format!("Cookie: {cookie}");
-    let (_, _, page) = curl(&["-H", &cookie, &format!("{}/installed?namespace={}", hub.url, ns.name)]);
+    let (_, _, page) = curl(&[
+        "-H",
+        &cookie,
+        &format!("{}/installed?namespace={}", hub.url, ns.name),
+    ]);
     let page = String::from_utf8(page).unwrap();
     assert!(page.contains(&user), "signed in as the account");
     let csrf = page
@@ -350,7 +455,14 @@ async fn in_the_clusters_mode_each_token_is_reviewed_and_acted_with() {
     );
     let subscriptions = Api::<Subscription>::namespaced(admin.clone(), &ns.name);
     for _ in 0..6 {
-        assert!(subscriptions.list(&Default::default()).await.unwrap().items.is_empty());
+        assert!(
+            subscriptions
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let _ = Api::<Role>::namespaced(admin.clone(), &ns.name)

@@ -46,14 +46,20 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
     let browser = Browser::start().await;
     let b = &browser;
     b.client.goto(&hub.login_url()).await.unwrap();
-    assert_eq!(b.client.current_url().await.unwrap().path(), "/", "signed in, sent to the list");
+    assert_eq!(
+        b.client.current_url().await.unwrap().path(),
+        "/",
+        "signed in, sent to the list"
+    );
 
     // Search finds it: the search box filters as one types.
     b.text("#count").await;
     b.fill("#q", &package).await;
     let card = format!("li.card[data-package=\"{package}\"]");
-    b.wait_text(&card, "the package's card", TIMEOUT, |t| t.contains("Acme DB"))
-        .await;
+    b.wait_text(&card, "the package's card", TIMEOUT, |t| {
+        t.contains("Acme DB")
+    })
+    .await;
     assert_eq!(b.text("#count").await, "1 package");
     b.screenshot("list").await;
 
@@ -66,7 +72,11 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         .eval("const g = document.querySelector('img.graph-image'); return g && g.complete && g.naturalWidth > 0;")
         .await;
     assert_eq!(graph_loaded, json!(true), "the upgrade graph is drawn");
-    assert!(b.text("#owned-apis").await.contains("databases.acme.windlass.dev"));
+    assert!(
+        b.text("#owned-apis")
+            .await
+            .contains("databases.acme.windlass.dev")
+    );
 
     // Install with Manual approval.
     b.fill("#install-namespace", &ns.name).await;
@@ -81,14 +91,22 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         .get(&package)
         .await
         .expect("the hub created the Subscription");
-    assert_eq!(subscription.spec.catalog.as_deref(), Some(catalog.name.as_str()));
+    assert_eq!(
+        subscription.spec.catalog.as_deref(),
+        Some(catalog.name.as_str())
+    );
     assert_eq!(
         serde_json::to_value(subscription.spec.approval).unwrap(),
         json!("Manual")
     );
-    wait_blueprint(&admin, &ns.name, &package, "waiting for approval", TIMEOUT, |b| {
-        windlass_testkit::lifecycle::phase(b) == Some(BlueprintPhase::RequiresApproval)
-    })
+    wait_blueprint(
+        &admin,
+        &ns.name,
+        &package,
+        "waiting for approval",
+        TIMEOUT,
+        |b| windlass_testkit::lifecycle::phase(b) == Some(BlueprintPhase::RequiresApproval),
+    )
     .await;
 
     // Approve from the installed view; the page follows without a reload.
@@ -107,8 +125,10 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         t.contains("approved")
     })
     .await;
-    b.wait_text(&format!("{row} .phase"), "Succeeded", TIMEOUT, |t| t == "Succeeded")
-        .await;
+    b.wait_text(&format!("{row} .phase"), "Succeeded", TIMEOUT, |t| {
+        t == "Succeeded"
+    })
+    .await;
     assert_eq!(b.text(&format!("{row} .version")).await, "1.0.0");
     assert_eq!(
         b.eval("return window.hubSamePage || null;").await,
@@ -126,36 +146,51 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         )
         .await
         .unwrap();
-    b.wait_text(&format!("{row} .version"), "1.0.1 waiting", TIMEOUT, |t| t == "1.0.1")
-        .await;
+    b.wait_text(&format!("{row} .version"), "1.0.1 waiting", TIMEOUT, |t| {
+        t == "1.0.1"
+    })
+    .await;
     b.wait_text(&format!("{row} .phase"), "RequiresApproval", TIMEOUT, |t| {
         t == "RequiresApproval"
     })
     .await;
     b.click(&format!("{row} button.approve"), TIMEOUT).await;
-    b.wait_text(&format!("{row} .phase"), "Succeeded at 1.0.1", TIMEOUT, |t| {
-        t == "Succeeded"
+    b.wait_text(
+        &format!("{row} .phase"),
+        "Succeeded at 1.0.1",
+        TIMEOUT,
+        |t| t == "Succeeded",
+    )
+    .await;
+    b.wait_text(&format!("{row} .version"), "1.0.1", TIMEOUT, |t| {
+        t == "1.0.1"
     })
     .await;
-    b.wait_text(&format!("{row} .version"), "1.0.1", TIMEOUT, |t| t == "1.0.1")
-        .await;
     b.screenshot("installed").await;
 
     // The rollback button brings 1.0.0 back.
-    b.wait_text(&format!("{row} button.rollback"), "a rollback offer", TIMEOUT, |t| {
-        t.contains("acme-db.v1.0.0")
-    })
+    b.wait_text(
+        &format!("{row} button.rollback"),
+        "a rollback offer",
+        TIMEOUT,
+        |t| t.contains("acme-db.v1.0.0"),
+    )
     .await;
     b.click(&format!("{row} button.rollback"), TIMEOUT).await;
     b.wait_text("#action-result", "the rollback's answer", TIMEOUT, |t| {
         t.contains("rolling back")
     })
     .await;
-    b.wait_text(&format!("{row} .version"), "1.0.0 again", TIMEOUT, |t| t == "1.0.0")
-        .await;
-    b.wait_text(&format!("{row} .phase"), "Succeeded at 1.0.0", TIMEOUT, |t| {
-        t == "Succeeded"
+    b.wait_text(&format!("{row} .version"), "1.0.0 again", TIMEOUT, |t| {
+        t == "1.0.0"
     })
+    .await;
+    b.wait_text(
+        &format!("{row} .phase"),
+        "Succeeded at 1.0.0",
+        TIMEOUT,
+        |t| t == "Succeeded",
+    )
     .await;
     wait_blueprint(&admin, &ns.name, &package, "1.0.0 again", TIMEOUT, |bp| {
         is_at(bp, BlueprintPhase::Succeeded, "1.0.0")
@@ -184,7 +219,10 @@ impl ReadOnly {
             "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch"]}],
         });
         Api::<ClusterRole>::all(admin.clone())
-            .create(&PostParams::default(), &serde_json::from_value(reader).unwrap())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(reader).unwrap(),
+            )
             .await
             .unwrap();
         let binding = json!({
@@ -194,7 +232,10 @@ impl ReadOnly {
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
         });
         Api::<ClusterRoleBinding>::all(admin.clone())
-            .create(&PostParams::default(), &serde_json::from_value(binding).unwrap())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(binding).unwrap(),
+            )
             .await
             .unwrap();
         let role = json!({
@@ -203,7 +244,10 @@ impl ReadOnly {
             "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": ["get", "list", "watch"]}],
         });
         Api::<Role>::namespaced(admin.clone(), namespace)
-            .create(&PostParams::default(), &serde_json::from_value(role).unwrap())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(role).unwrap(),
+            )
             .await
             .unwrap();
         let role_binding = json!({
@@ -213,10 +257,19 @@ impl ReadOnly {
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
         });
         Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-            .create(&PostParams::default(), &serde_json::from_value(role_binding).unwrap())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(role_binding).unwrap(),
+            )
             .await
             .unwrap();
-        wait_until_authorized(admin, user, namespace, ("windlass.dev", "subscriptions", "list")).await;
+        wait_until_authorized(
+            admin,
+            user,
+            namespace,
+            ("windlass.dev", "subscriptions", "list"),
+        )
+        .await;
         wait_until_authorized(admin, user, "", ("windlass.dev", "catalogs", "list")).await;
         ReadOnly { name }
     }
@@ -226,7 +279,13 @@ impl Drop for ReadOnly {
     fn drop(&mut self) {
         for kind in ["clusterrolebinding", "clusterrole"] {
             let _ = windlass_testkit::kubectl()
-                .args(["delete", kind, &self.name, "--ignore-not-found", "--wait=false"])
+                .args([
+                    "delete",
+                    kind,
+                    &self.name,
+                    "--ignore-not-found",
+                    "--wait=false",
+                ])
                 .output();
         }
     }
@@ -250,7 +309,10 @@ async fn a_read_only_user_sees_the_install_refused_in_the_api_servers_words_and_
     let b = &browser;
     b.client.goto(&hub.login_url()).await.unwrap();
     let who = b.text("header.top .who").await;
-    assert!(who.contains(&user), "the hub shows whom it acts as: {who:?}");
+    assert!(
+        who.contains(&user),
+        "the hub shows whom it acts as: {who:?}"
+    );
     b.client
         .goto(&format!("{}/packages/builtin/acme-db", hub.url))
         .await
@@ -276,8 +338,22 @@ async fn a_read_only_user_sees_the_install_refused_in_the_api_servers_words_and_
     let subscriptions = Api::<Subscription>::namespaced(admin.clone(), &ns.name);
     let blueprints = Api::<Blueprint>::namespaced(admin.clone(), &ns.name);
     for _ in 0..10 {
-        assert!(subscriptions.list(&Default::default()).await.unwrap().items.is_empty());
-        assert!(blueprints.list(&Default::default()).await.unwrap().items.is_empty());
+        assert!(
+            subscriptions
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+        assert!(
+            blueprints
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     // The person's view of the namespace works: reading is what they may do.
@@ -325,7 +401,10 @@ async fn a_script_in_a_description_is_shown_as_text_and_never_runs() {
     assert!(description.contains("<img src=x onerror="), "{description}");
     // Give anything that could run a moment, then look.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(b.eval("return window.hubOwned === undefined;").await, json!(true));
+    assert_eq!(
+        b.eval("return window.hubOwned === undefined;").await,
+        json!(true)
+    );
     assert_ne!(b.client.title().await.unwrap(), "owned");
     assert_eq!(
         b.eval("return document.querySelectorAll('#description script, #description img').length;")

@@ -33,7 +33,9 @@ pub fn installed_page(namespace: &str, listing: &Listing, viewer: &Viewer) -> St
         "<form class=\"search\" method=\"get\" action=\"/installed\"><label>Namespace <input name=\"namespace\" id=\"namespace\" value=\"{}\" required></label><button type=\"submit\">Show</button></form>",
         escape(namespace)
     );
-    body.push_str("<p class=\"message\" id=\"action-result\" role=\"status\" aria-live=\"polite\"></p>");
+    body.push_str(
+        "<p class=\"message\" id=\"action-result\" role=\"status\" aria-live=\"polite\"></p>",
+    );
     if namespace.is_empty() {
         body.push_str("<p class=\"empty\">Name a namespace to see what is installed there.</p>");
     } else {
@@ -112,7 +114,10 @@ fn row(out: &mut String, namespace: &str, item: &Installed, viewer: &Viewer) {
         None => out.push_str("<td><span class=\"phase\">-</span></td><td></td><td></td>"),
         Some(blueprint) => {
             let bs = blueprint.status.clone().unwrap_or_default();
-            let phase = bs.phase.map(|p| format!("{p:?}")).unwrap_or_else(|| "-".into());
+            let phase = bs
+                .phase
+                .map(|p| format!("{p:?}"))
+                .unwrap_or_else(|| "-".into());
             let _ = write!(
                 out,
                 "<td><span class=\"phase phase-{p}\">{p}</span> <span class=\"version\">{}</span><br><span class=\"detail\">target {}</span>{}</td>",
@@ -145,7 +150,14 @@ fn row(out: &mut String, namespace: &str, item: &Installed, viewer: &Viewer) {
             out.push_str("</ol></td><td class=\"actions\">");
             let blueprint_name = blueprint.metadata.name.clone().unwrap_or_default();
             if bs.phase == Some(BlueprintPhase::RequiresApproval) && !blueprint.spec.approved {
-                button(out, "approve", "Approve", namespace, &blueprint_name, viewer);
+                button(
+                    out,
+                    "approve",
+                    "Approve",
+                    namespace,
+                    &blueprint_name,
+                    viewer,
+                );
             }
             if let Ok(rollback) = rollback_target(blueprint, None) {
                 let label = format!("Roll back to {}", rollback.to);
@@ -175,7 +187,14 @@ fn problems<'a>(conditions: impl Iterator<Item = (&'a str, &'a str, &'a str)>) -
     out
 }
 
-fn button(out: &mut String, action: &str, label: &str, namespace: &str, name: &str, viewer: &Viewer) {
+fn button(
+    out: &mut String,
+    action: &str,
+    label: &str,
+    namespace: &str,
+    name: &str,
+    viewer: &Viewer,
+) {
     let _ = write!(
         out,
         "<form method=\"post\" action=\"/actions/{action}\" data-action=\"{action}\" data-result=\"action-result\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"namespace\" value=\"{}\"><input type=\"hidden\" name=\"name\" value=\"{}\"><button type=\"submit\" class=\"{action}\">{}</button></form>",
@@ -226,18 +245,35 @@ mod tests {
 
     #[test]
     fn a_waiting_upgrade_offers_approval_and_a_rollback() {
-        let out = rows("team-a", &Ok(vec![item("RequiresApproval", Some("acme-db.v1.0.0"), false)]), &viewer());
-        assert!(out.contains("<span class=\"phase phase-RequiresApproval\">RequiresApproval</span>"));
+        let out = rows(
+            "team-a",
+            &Ok(vec![item(
+                "RequiresApproval",
+                Some("acme-db.v1.0.0"),
+                false,
+            )]),
+            &viewer(),
+        );
+        assert!(
+            out.contains("<span class=\"phase phase-RequiresApproval\">RequiresApproval</span>")
+        );
         assert!(out.contains("action=\"/actions/approve\""));
         assert!(out.contains("Roll back to acme-db.v1.0.0"));
         assert!(!out.contains("/actions/resume"));
         assert!(out.contains("name=\"csrf\" value=\"tok\""));
-        assert!(out.contains("upgrade &lt;from&gt; 1.0.0"), "history reasons, escaped");
+        assert!(
+            out.contains("upgrade &lt;from&gt; 1.0.0"),
+            "history reasons, escaped"
+        );
     }
 
     #[test]
     fn a_pinned_target_offers_resume_and_nothing_is_offered_that_cannot_be_done() {
-        let out = rows("team-a", &Ok(vec![item("Succeeded", None, true)]), &viewer());
+        let out = rows(
+            "team-a",
+            &Ok(vec![item("Succeeded", None, true)]),
+            &viewer(),
+        );
         assert!(out.contains("action=\"/actions/resume\""));
         assert!(!out.contains("/actions/approve"));
         assert!(!out.contains("/actions/rollback"));
@@ -246,7 +282,11 @@ mod tests {
 
     #[test]
     fn a_refused_listing_shows_the_api_servers_words() {
-        let out = rows("team-a", &Err("subscriptions is forbidden: User \"x\"".into()), &viewer());
+        let out = rows(
+            "team-a",
+            &Err("subscriptions is forbidden: User \"x\"".into()),
+            &viewer(),
+        );
         assert!(out.contains("subscriptions is forbidden: User &quot;x&quot;"));
         let page = installed_page("team-a", &Ok(vec![]), &viewer());
         assert!(page.contains("data-refresh=\"/installed/rows?namespace=team-a\""));

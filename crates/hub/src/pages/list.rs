@@ -103,7 +103,10 @@ pub fn results(index: &HubIndex, search: &Query, page: usize) -> String {
                 "/?{}",
                 query(&[
                     ("q", &search.q),
-                    ("providerType", search.provider_type.as_deref().unwrap_or("")),
+                    (
+                        "providerType",
+                        search.provider_type.as_deref().unwrap_or("")
+                    ),
                     ("keyword", search.keyword.as_deref().unwrap_or("")),
                     ("catalog", search.catalog.as_deref().unwrap_or("")),
                     ("page", &page),

@@ -23,14 +23,22 @@ pub fn package_page(detail: &PackageDetail, defaults: &InstallDefaults, viewer: 
         body,
         "<article class=\"package\" data-package=\"{}\"><header class=\"package-head\">{}<div><h1 id=\"title\">{}</h1><p class=\"provider\">{}{} <span class=\"catalog\">from catalog {}</span></p>",
         escape(&detail.name),
-        icon(&detail.catalog, &detail.name, &detail.display_name, detail.has_icon, "icon big"),
+        icon(
+            &detail.catalog,
+            &detail.name,
+            &detail.display_name,
+            detail.has_icon,
+            "icon big"
+        ),
         escape(&detail.display_name),
         match (&meta.provider.name, &meta.provider.url) {
-            (Some(name), Some(url)) if url.starts_with("https://") || url.starts_with("http://") => format!(
-                "<a class=\"provider-name\" href=\"{}\" rel=\"noopener noreferrer nofollow\">{}</a> ",
-                escape(url),
-                escape(name)
-            ),
+            (Some(name), Some(url))
+                if url.starts_with("https://") || url.starts_with("http://") =>
+                format!(
+                    "<a class=\"provider-name\" href=\"{}\" rel=\"noopener noreferrer nofollow\">{}</a> ",
+                    escape(url),
+                    escape(name)
+                ),
             (Some(name), _) => format!("<span class=\"provider-name\">{}</span> ", escape(name)),
             (None, _) => String::new(),
         },
@@ -88,12 +96,21 @@ fn facts(body: &mut String, detail: &PackageDetail) {
         }
     };
     fact("Package", &detail.name);
-    fact("Latest version", detail.latest_version.as_deref().unwrap_or(""));
-    fact("Default channel", detail.default_channel.as_deref().unwrap_or(""));
+    fact(
+        "Latest version",
+        detail.latest_version.as_deref().unwrap_or(""),
+    );
+    fact(
+        "Default channel",
+        detail.default_channel.as_deref().unwrap_or(""),
+    );
     fact("Capabilities", meta.capabilities.as_deref().unwrap_or(""));
     fact("Maturity", meta.maturity.as_deref().unwrap_or(""));
     fact("Categories", &meta.categories.join(", "));
-    fact("Minimum Kubernetes", meta.min_kube_version.as_deref().unwrap_or(""));
+    fact(
+        "Minimum Kubernetes",
+        meta.min_kube_version.as_deref().unwrap_or(""),
+    );
     let modes: Vec<&str> = meta
         .install_modes
         .iter()
@@ -223,7 +240,11 @@ fn versions(body: &mut String, detail: &PackageDetail) {
                 "<tr{}><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 if head { " class=\"head\"" } else { "" },
                 escape(entry.version.as_deref().unwrap_or("?")),
-                if head { " <span class=\"badge head\">head</span>" } else { "" },
+                if head {
+                    " <span class=\"badge head\">head</span>"
+                } else {
+                    ""
+                },
                 escape(&entry.name),
                 escape(entry.replaces.as_deref().unwrap_or("")),
                 escape(&entry.skips.join(", ")),
@@ -292,7 +313,13 @@ mod tests {
 
     fn detail(tweak: impl Fn(&mut serde_json::Value)) -> PackageDetail {
         let mut catalog = synthetic::catalog(1, 3);
-        for bundle in catalog.packages.get_mut("synthetic-0").unwrap().bundles.values_mut() {
+        for bundle in catalog
+            .packages
+            .get_mut("synthetic-0")
+            .unwrap()
+            .bundles
+            .values_mut()
+        {
             for property in &mut bundle.properties {
                 if let windlass_catalog::Property::Other { value, .. } = property {
                     let mut v = value.to_value();
@@ -317,10 +344,15 @@ mod tests {
         assert!(page.contains("<h1 id=\"title\">Synthetic Operator 0</h1>"));
         assert!(page.contains("src=\"/graphs/synthetic/synthetic-0/stable.svg\""));
         assert_eq!(page.matches("<tr class=\"head\">").count(), 1);
-        assert!(page.contains("<strong>database</strong>"), "markdown rendered");
+        assert!(
+            page.contains("<strong>database</strong>"),
+            "markdown rendered"
+        );
         assert!(page.contains("id=\"owned-apis\""));
         assert!(page.contains("<summary>Widget0</summary>"));
-        assert!(page.contains("name=\"namespace\" id=\"install-namespace\" required value=\"team-a\""));
+        assert!(
+            page.contains("name=\"namespace\" id=\"install-namespace\" required value=\"team-a\"")
+        );
         assert!(page.contains("<option value=\"stable\" selected>stable (head 1.2.0)</option>"));
         assert!(page.contains("value=\"Manual\""));
         assert!(page.contains("<option value=\"own\" selected>this namespace only</option>"));
@@ -341,6 +373,10 @@ mod tests {
         assert!(!page.contains("<script>document"));
         assert!(!page.contains("<img src=x"));
         assert!(!page.contains("javascript:"));
-        assert_eq!(page.matches("<script").count(), 1, "only the hub's own script");
+        assert_eq!(
+            page.matches("<script").count(),
+            1,
+            "only the hub's own script"
+        );
     }
 }

@@ -63,10 +63,7 @@ impl HubProcess {
         )))
         .expect("creating the hub's log");
         let mut command = Command::new(windlass_binary());
-        command
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(log);
+        command.args(args).stdout(Stdio::piped()).stderr(log);
         if !token.is_empty() {
             command.env("WINDLASS_HUB_TOKEN", token);
         }
@@ -125,7 +122,13 @@ pub fn curl(args: &[&str]) -> (u16, String, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let headers_file = dir.path().join("headers");
     let output = Command::new("curl")
-        .args(["-sS", "-D", &headers_file.display().to_string(), "-w", "\n%{http_code}"])
+        .args([
+            "-sS",
+            "-D",
+            &headers_file.display().to_string(),
+            "-w",
+            "\n%{http_code}",
+        ])
         .args(args)
         .output()
         .expect("running curl");
@@ -192,7 +195,10 @@ impl Browser {
             .expect("starting chromedriver");
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not listen on {port}");
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on {port}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let profile = tempfile::tempdir().expect("a browser profile folder");
@@ -251,7 +257,13 @@ impl Browser {
     /// Waits until the text of the first element matching `css` satisfies `ok`; the page may
     /// replace the element meanwhile (the installed view refreshes), so it is looked up anew
     /// each time.
-    pub async fn wait_text(&self, css: &str, what: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+    pub async fn wait_text(
+        &self,
+        css: &str,
+        what: &str,
+        timeout: Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> String {
         let deadline = Instant::now() + timeout;
         let mut last = String::new();
         loop {
@@ -265,7 +277,10 @@ impl Browser {
             }
             if Instant::now() > deadline {
                 let page = self.client.source().await.unwrap_or_default();
-                panic!("timed out after {timeout:?} waiting for {what} in {css}; last text {last:?}\npage:\n{page}\nmanager log:\n{}", windlass_testkit::manager_log_tail(30));
+                panic!(
+                    "timed out after {timeout:?} waiting for {what} in {css}; last text {last:?}\npage:\n{page}\nmanager log:\n{}",
+                    windlass_testkit::manager_log_tail(30)
+                );
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
