@@ -110,7 +110,7 @@ impl PackageSummary {
             display_name.as_str(),
             short_description.as_str(),
             meta.provider.name.as_deref().unwrap_or_default(),
-            &meta.keywords.join(" "),
+            meta.keywords.join(" ").as_str(),
         ]
         .join("\n")
         .to_lowercase();

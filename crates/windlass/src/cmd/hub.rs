@@ -58,7 +58,7 @@ async fn run_async(args: HubArgs) -> anyhow::Result<ExitCode> {
     let mut config = crate::manager::config(args.kubeconfig.as_ref()).await?;
     config
         .headers
-        .retain(|(name, _)| name != hyper::header::USER_AGENT);
+        .retain(|(name, _)| *name != hyper::header::USER_AGENT);
     let agent = format!("windlass-hub/{}", env!("CARGO_PKG_VERSION"));
     config
         .headers
