@@ -223,7 +223,7 @@ impl Authenticator {
 async fn review(reviewer: &Client, token: &str) -> Result<String, AuthError> {
     let request = TokenReview {
         spec: TokenReviewSpec {
-            token: Some(token.to_string()),
+            token: token.to_string(),
             ..Default::default()
         },
         ..Default::default()
