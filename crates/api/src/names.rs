@@ -11,6 +11,9 @@ pub const FIELD_MANAGER: &str = "windlass";
 /// `catalog delist` and `relist`), so the controllers, and GitOps tools, can tell a person's
 /// change from their own.
 pub const CLI_FIELD_MANAGER: &str = "windlass-cli";
+/// The field manager of what people do through the hub page (install, approve, roll back,
+/// resume): like the CLI's, a person's change the controllers do not take back.
+pub const HUB_FIELD_MANAGER: &str = "windlass-hub";
 
 /// Labels windlass puts on what it creates.
 pub mod labels {

@@ -36,6 +36,8 @@ enum Command {
     Manager(manager::ManagerArgs),
     /// Move the platform to a release payload, or show where the update stands (`upgrade status`).
     Upgrade(cmd::upgrade::UpgradeArgs),
+    /// Serve the hub page and its read API: browse catalogs, install, approve, roll back.
+    Hub(cmd::hub::HubArgs),
     /// Roll a Subscription's operator back to the version that Succeeded before the current one.
     Rollback(cmd::lifecycle::RollbackArgs),
     /// Hand a Subscription's target back to windlass after a manual rollback.
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Release(command) => cmd::release::run(command),
         Command::Manager(args) => manager::run(args),
         Command::Upgrade(args) => cmd::upgrade::run(args),
+        Command::Hub(args) => cmd::hub::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),
         Command::Plan(args) => cmd::plan::plan(args),

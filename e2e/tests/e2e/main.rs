@@ -30,6 +30,8 @@ mod crd_upgrade_classes;
 mod csv_controller;
 mod examples;
 mod helm_chart;
+mod hub_api;
+mod hub_browser;
 mod install_identity;
 mod install_scopes;
 mod leader_election;
