@@ -79,7 +79,10 @@ rbac: ## Regenerate the manager's RBAC in config/rbac and the Helm chart from cr
 
 # What the generators write; `make verify` fails when regenerating changes any of it.
 GENERATED := config/crd config/helm/windlass/crds config/rbac/cluster_role.yaml config/rbac/role.yaml \
-	config/helm/windlass/templates/clusterrole.yaml config/helm/windlass/templates/role.yaml
+	config/rbac/view_role.yaml config/rbac/package_reader_role.yaml \
+	config/helm/windlass/templates/clusterrole.yaml config/helm/windlass/templates/role.yaml \
+	config/helm/windlass/templates/clusterrole-view.yaml \
+	config/helm/windlass/templates/clusterrole-package-reader.yaml
 
 .PHONY: verify
 verify: lint crds rbac ## lint, then regenerate CRDs and RBAC and fail if that changed a checked-in file
@@ -89,12 +92,15 @@ verify: lint crds rbac ## lint, then regenerate CRDs and RBAC and fail if that c
 	fi
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks on the local control plane: install times vs kubectl, rollback time, 200 subscriptions, idle writes, RSS, a 100,000-bundle Catalog
+bench-e2e: ## Benchmarks on the local control plane: install and release update times vs kubectl, rollback times, 200 subscriptions, idle writes, RSS, a 100,000-bundle Catalog, Package views of the corpus; package build/push vs skopeo
 	$(CARGO) build --release -p windlass
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench lifecycle
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench verify
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench catalog_manager
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench package_views
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench release_update
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(CARGO) bench -p windlass-e2e --bench package
 
 # The manager image without a container engine (crates/windlass/Containerfile is for those with
 # one, and describes the same image). No musl target here: a static glibc build

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The windlass demo: subscribe to the sample acme-db operator from the built-in catalog, approve
-# its install and an upgrade, watch the deliberately broken 1.1.1 fail and roll back by itself,
-# then roll back by hand (refused across a minor version, then forced); then move the platform
-# itself between two sample releases with a ClusterVersion. Prints `kubectl get windlass` at
-# each step. Expects the local control plane and the manager running
-# (`make demo` starts both). Usage: demo.sh PATH-TO-windlass-BINARY
+# The windlass demo: subscribe to the sample acme-db operator from the built-in catalog, look at
+# and approve the plans of its install and an upgrade, watch the deliberately broken 1.1.1 fail
+# and roll back by itself, then roll back by hand (refused across a minor version, then forced
+# and approved); then move the platform itself between two sample releases with a
+# ClusterVersion. Prints `kubectl get windlass` at each step. Expects the local control plane
+# and the manager running (`make demo` starts both). Usage: demo.sh PATH-TO-windlass-BINARY
 source "$(dirname "$0")/lib.sh"
 windlass="${1:?usage: demo.sh PATH-TO-windlass-BINARY}"
 [[ -f "$STATE_DIR/cluster.env" ]] || die "the local control plane is not running (make cluster)"
@@ -41,9 +41,12 @@ completed() {
   kubectl get blueprint acme-db -n "$ns" -o yaml >&2 || true
   die "blueprint acme-db: no Completed revision of $version (outcomes: '$got')"
 }
+# approve: shows the plan the Blueprint waits with, then approves exactly that plan.
 approve() {
-  echo "\$ kubectl patch blueprint acme-db -n $ns --type merge -p '{\"spec\":{\"approved\":true}}'"
-  kubectl patch blueprint acme-db -n "$ns" --type merge -p '{"spec":{"approved":true}}' >/dev/null
+  echo "\$ windlass plan acme-db -n $ns"
+  "$windlass" plan acme-db -n "$ns" | sed 's/^/  /'
+  echo "\$ windlass approve acme-db -n $ns"
+  "$windlass" approve acme-db -n "$ns" | sed 's/^/  /'
 }
 
 step "The built-in catalog"
@@ -159,9 +162,12 @@ echo "\$ windlass rollback acme-db -n $ns"
 sleep 3
 kubectl get blueprint acme-db -n "$ns" -o jsonpath='{range .status.conditions[?(@.type=="RollbackAllowed")]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}'
 
-step "Force it: the forced rollback is recorded in the history"
+step "Force it: under Manual approval the rollback waits with its plan, then runs once approved"
 echo "\$ windlass rollback acme-db -n $ns --force --wait"
 "$windlass" rollback acme-db -n "$ns" --force --wait --timeout 180
+wait_for .status.phase RequiresApproval
+approve
+wait_for .status.phase Succeeded 240
 show
 kubectl get blueprint acme-db -n "$ns" -o jsonpath='{range .status.history[*]}  r{.revision} {.version} {.outcome} forced={.forced} {.reason}{"\n"}{end}'
 
@@ -186,14 +192,24 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-
 subjects: [{kind: ServiceAccount, name: windlass-release, namespace: windlass-system}]
 YAML
 
-# wait_release VERSION: waits until the ClusterVersion completed VERSION, showing progress.
+# wait_release VERSION [show]: waits until the ClusterVersion completed VERSION, printing
+# `kubectl get clusterversion.windlass.dev` on the way and, with `show`, `windlass upgrade status`
+# once while a level is in progress.
 wait_release() {
-  local version="$1" got=""
-  for i in $(seq 180); do
+  local version="$1" show="${2:-}" got="" level=""
+  for i in $(seq 360); do
     got="$(kubectl get clusterversion.windlass.dev version -o 'jsonpath={.status.history[0].version} {.status.history[0].state}' 2>/dev/null || true)"
     [[ "$got" == "$version Completed" ]] && return 0
-    (( i % 5 == 1 )) && kubectl get clusterversion.windlass.dev 2>&1 | sed 's/^/  /'
-    sleep 1
+    (( i % 6 == 1 )) && kubectl get clusterversion.windlass.dev 2>&1 | sed 's/^/  /'
+    if [[ -n "$show" ]]; then
+      level="$(kubectl get clusterversion.windlass.dev version -o 'jsonpath={.status.progress.level}' 2>/dev/null || true)"
+      if [[ -n "$level" ]]; then
+        echo "\$ windlass upgrade status    # while level $level is in progress"
+        "$windlass" upgrade status | sed 's/^/  /'
+        show=""
+      fi
+    fi
+    sleep 0.5
   done
   "$windlass" upgrade status >&2 || true
   die "the cluster did not reach release $version (history: '$got')"
@@ -205,9 +221,11 @@ echo "\$ windlass upgrade --to-image $release_repo:4.1.0 --force --plain-http"
 wait_release 4.1.0
 kubectl get clusterversion.windlass.dev
 
-step "Update to the patch release 4.1.1, level by level"
+step "Update to the patch release 4.1.1, level by level (the estimate comes from the 4.1.0 install)"
+echo "\$ windlass upgrade --to-image $release_repo:4.1.1 --force --plain-http"
 "$windlass" upgrade --to-image "$release_repo:4.1.1" --force --plain-http
-wait_release 4.1.1
+wait_release 4.1.1 show
+kubectl get clusterversion.windlass.dev
 echo "\$ windlass upgrade status"
 "$windlass" upgrade status
 

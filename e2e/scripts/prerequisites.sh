@@ -18,9 +18,13 @@ cluster=(docker-registry:docker-registry openssl:openssl curl:curl python3:pytho
 build=(cc:gcc)
 # The tests: skopeo reads images from the outside, the image test strips and inspects the
 # manager binary and unpacks layers, and checks the CA bundle the image carries; htpasswd
-# writes the users of the registry that asks for credentials.
+# writes the users of the registry that asks for credentials; prometheus answers the PromQL
+# risks of conditional release updates (each test starts its own on a free port; installing
+# the package as root may also enable the system's own prometheus service, which the tests
+# leave alone); the hub's browser tests drive headless chromium through chromedriver.
 tests=(skopeo:skopeo strip:binutils ldd:libc-bin tar:tar gzip:gzip
-  /etc/ssl/certs/ca-certificates.crt:ca-certificates htpasswd:apache2-utils)
+  /etc/ssl/certs/ca-certificates.crt:ca-certificates htpasswd:apache2-utils prometheus:prometheus
+  chromium:chromium chromedriver:chromium-driver)
 case "$purpose" in
   cluster) needs=("${cluster[@]}") ;;
   demo) needs=("${cluster[@]}" "${build[@]}") ;;

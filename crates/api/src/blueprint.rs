@@ -51,6 +51,12 @@ use crate::{
         type_ = "integer",
         json_path = ".spec.revision",
         priority = "1"
+    ),
+    printcolumn(
+        name = "Plan",
+        type_ = "string",
+        json_path = ".status.preview.digest",
+        priority = "1"
     )
 )]
 #[serde(rename_all = "camelCase")]
@@ -80,10 +86,21 @@ pub struct BlueprintSpec {
     pub revision: i64,
     #[serde(default)]
     pub approval: Approval,
-    /// With Manual approval, the plan waits in RequiresApproval until this is true; reset when
-    /// a new revision starts.
+    /// With Manual approval, the plan waits in RequiresApproval until it is approved; reset when
+    /// a new revision starts. `true` alone approves the plan `status.preview` showed when the
+    /// controller first saw it (recorded in `status.preview.approved`); a plan that changes
+    /// after that waits again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub approved: bool,
+    /// Approves exactly this plan (`status.preview.digest`, `sha256:...`): the revision is
+    /// applied only while its plan has this digest. Takes precedence over `approved`; reset
+    /// when a new revision starts. `windlass approve` sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_plan: Option<String>,
+    /// Compute and keep a plan preview for every revision even when approval is Automatic
+    /// (it is then recorded, not waited on). Manual approval always previews.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview: bool,
     /// Allow a rollback the rules refuse (across a minor or major version); recorded in history.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
@@ -189,6 +206,48 @@ pub struct RevisionRecord {
     /// Set on a rollback: the earlier revision whose stored content this one re-installs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<i64>,
+    /// What the ImageMirrorSets changed for this revision: the bundle image when it was
+    /// pulled from a mirror, and each image its Deployments run from one. Decided when the
+    /// revision's content is first read, kept with it, and the same on every apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_rewrites: Vec<crate::mirror::ImageRewrite>,
+    /// The digest of the plan this revision applies: its content, install settings and the
+    /// identity it is installed as (recorded when it starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// The plan digest a person approved, when Manual approval let this revision run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_plan: Option<String>,
+}
+
+/// The plan of the newest revision, as a person approving it needs to find it: its digest
+/// and a short summary. The whole plan (every object's field-level diff, the RBAC and images
+/// that change, the CRD verdicts, out-of-band edits a rollback overwrites) is kept in a sealed
+/// Secret next to the revision's own (`windlass plan` prints it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanPreview {
+    /// The revision this plan is for.
+    pub revision: i64,
+    /// `sha256:...` over what the revision applies and as whom; what approving names.
+    pub digest: String,
+    /// One paragraph: the move, objects created, changed and deleted, RBAC gained and lost,
+    /// images and CRDs that change, and anything refused.
+    pub summary: String,
+    /// What changed since the plan before it (an earlier revision's, or this revision's
+    /// plan shown earlier).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub changes: String,
+    /// The Secret (in this namespace) holding the whole plan.
+    pub secret: String,
+    /// `sha256:...` of the stored plan document, so a reader can tell it is the plan windlass
+    /// computed.
+    pub checksum: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computed_time: Option<Time>,
+    /// The plan digest a bare `spec.approved: true` was bound to when the controller saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<String>,
 }
 
 /// A target that failed and was rolled back automatically. It is not tried again until the
@@ -221,6 +280,10 @@ pub struct BlueprintStatus {
     /// The target that failed and is not retried while the Blueprint's intent is unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_back: Option<HeldBack>,
+    /// The plan of the newest revision, when one was computed (Manual approval, or
+    /// `spec.preview`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<PlanPreview>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
@@ -253,6 +316,9 @@ pub struct BlueprintIntent {
     pub target_namespaces: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "OperatorConfig::is_empty")]
     pub config: OperatorConfig,
+    /// Left out when false, as the live object shows it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview: bool,
     pub progress_deadline_seconds: i64,
     pub automatic_rollback: bool,
     pub history_limit: i64,
@@ -276,6 +342,7 @@ impl BlueprintIntent {
                 .clone()
                 .filter(|namespaces| !namespaces.is_empty()),
             config: spec.config.clone(),
+            preview: spec.preview,
             progress_deadline_seconds: spec
                 .progress_deadline_seconds
                 .unwrap_or(crate::config::DEFAULT_PROGRESS_DEADLINE_SECONDS),
@@ -300,6 +367,10 @@ pub struct BlueprintBookkeeping {
     /// `Some(false)` when a new revision resets a person's approval; otherwise not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved: Option<bool>,
+    /// `Some(None)` (sent as `null`) clears an approved plan digest with the approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[allow(clippy::option_option)]
+    pub approved_plan: Option<Option<String>>,
 }
 
 #[cfg(test)]

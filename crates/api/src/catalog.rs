@@ -24,6 +24,11 @@ use crate::condition::{Condition, conditions_schema};
     printcolumn(name = "Packages", type_ = "integer", json_path = ".status.packages"),
     printcolumn(name = "Verified", type_ = "boolean", json_path = ".status.verified"),
     printcolumn(
+        name = "Held Back",
+        type_ = "integer",
+        json_path = ".status.heldBackCount"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -42,6 +47,38 @@ pub struct CatalogSpec {
     pub display_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<String>,
+    /// Packages, or versions of them, this catalog no longer offers for new installs. What is
+    /// installed keeps running (its Subscription says `Delisted`) and gets no upgrades until
+    /// the entry is removed. One entry per package.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "delisted_schema")]
+    pub delisted: Vec<DelistedPackage>,
+}
+
+/// A package, or some of its versions, taken off the catalog.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DelistedPackage {
+    /// The package, as the catalog names it.
+    pub package: String,
+    /// The versions to delist (`1.0.1`); none delists the whole package.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<String>,
+    /// Why, for the people whose Subscriptions it stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A list-map keyed by package: server-side apply merges entries by package, so the CLI and
+/// a GitOps tool can each own their own entries.
+fn delisted_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = generator.subschema_for::<Vec<DelistedPackage>>();
+    schema.insert("x-kubernetes-list-type".into(), "map".into());
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["package"]),
+    );
+    schema
 }
 
 /// Where a catalog's content comes from.
@@ -102,6 +139,16 @@ pub struct CatalogStatus {
     /// The keys whose signatures on the served image counted (`<policy>/<key>`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verified_by: Vec<String>,
+    /// Versions the catalog has but does not offer because they fail lint (at most 50 are
+    /// listed; `heldBackCount` counts them all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_back: Vec<HeldBackVersion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back_count: Option<i64>,
+    /// What else is wrong with the content or with `spec.delisted` (a file that could not be
+    /// read, a missing default channel, a delisted version the catalog does not have).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_poll_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,4 +158,19 @@ pub struct CatalogStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// A version held back by the listing gate, with the lint errors that hold it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldBackVersion {
+    pub package: String,
+    /// The CSV name (or its folder, when the CSV could not be read).
+    pub bundle: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Where it was read: a bundle image, a folder or a catalog file.
+    pub source: String,
+    /// Each lint error, naming its file and field.
+    pub findings: Vec<String>,
 }

@@ -74,10 +74,66 @@ pub struct ClusterVersionSpec {
     /// The channel to ask the update service about (`stable-4.2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
+    /// How often the update service is asked again and the `PromQL` risks of conditional
+    /// updates are evaluated again (default 300). A change of `upstream`, `channel` or
+    /// `prometheus` asks at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10))]
+    pub update_check_interval_seconds: Option<i64>,
+    /// The Prometheus-compatible query API (Prometheus, Thanos Querier, ...) that `PromQL`
+    /// risks of conditional updates are evaluated against. Without it such risks cannot be
+    /// evaluated, and an update carrying one is not recommended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<PrometheusEndpoint>,
     /// Payload objects windlass leaves alone (as the CVO's `spec.overrides`): one with
     /// `unmanaged: true` is neither applied, waited on, nor put back when it drifts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<ComponentOverride>,
+}
+
+/// Where `PromQL` risks are evaluated: `GET <url>/api/v1/query?query=...` of the Prometheus
+/// HTTP API. The ConfigMap and Secret it names live in the manager's namespace, which only
+/// cluster admins write.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PrometheusEndpoint {
+    /// The base URL of the query API, for example
+    /// `https://thanos-querier.openshift-monitoring.svc:9091` or
+    /// `http://prometheus-operated.monitoring.svc:9090`.
+    pub url: String,
+    /// A ConfigMap holding the PEM CA bundle that signed the endpoint's certificate (data key
+    /// `ca.crt` unless `key` names another). Only these CAs are trusted then; without it, the
+    /// system's root certificates are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_config_map: Option<DataKeyRef>,
+    /// A Secret holding a bearer token sent with every query (data key `token` unless `key`
+    /// names another), for example the token Secret of a ServiceAccount allowed to read
+    /// metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_secret: Option<DataKeyRef>,
+    /// How long one query may take before it counts as failed (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout_seconds: Option<i64>,
+}
+
+/// One data key of a ConfigMap or Secret in the manager's namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DataKeyRef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl DataKeyRef {
+    /// `key`, or `default` when it names none.
+    pub fn data_key<'a>(&'a self, default: &'a str) -> &'a str {
+        self.key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .unwrap_or(default)
+    }
 }
 
 /// One payload object, by group, kind, namespace and name, and whether windlass manages it.
@@ -148,6 +204,10 @@ pub struct ClusterVersionStatus {
     /// Newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<UpdateHistory>,
+    /// How long each run level took in the last completed updates, which estimates how long
+    /// the next update's levels take.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub level_durations: Vec<LevelDurations>,
     /// What the update service recommends from the current release, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub available_updates: Vec<AvailableRelease>,
@@ -223,6 +283,17 @@ pub struct LevelStatus {
     pub message: String,
 }
 
+/// The durations of one run level (`manifests/00`, `10`, ...) in the last completed updates.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LevelDurations {
+    pub level: String,
+    /// How many manifests the level had the last time.
+    pub manifests: i64,
+    /// Seconds, oldest first (the last few updates).
+    pub seconds: Vec<i64>,
+}
+
 /// What the update does right now.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -239,6 +310,10 @@ pub struct UpdateProgress {
     /// Since when the level has been applied and waiting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<Time>,
+    /// When the update should be done, judging by how long its levels took in earlier updates
+    /// (absent until an update has completed on this cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_completion_time: Option<Time>,
 }
 
 /// The CVO's history states.
@@ -285,12 +360,12 @@ pub struct AvailableRelease {
 pub struct ConditionalRelease {
     pub release: AvailableRelease,
     pub risks: Vec<UpdateRisk>,
-    /// The `Recommended` condition (and each risk's `Applies`, by its name in the message).
+    /// The `Recommended` condition.
     #[schemars(schema_with = "crate::condition::conditions_schema")]
     pub conditions: Vec<Condition>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateRisk {
     pub name: String,
@@ -298,4 +373,28 @@ pub struct UpdateRisk {
     pub message: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub url: String,
+    /// How the update service says to tell whether the risk applies here, as it sent them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matching_rules: Vec<RiskMatchingRule>,
+    /// `Applies`: whether the risk applies to this cluster (`Unknown` when it could not be
+    /// evaluated, with the reason).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::condition::conditions_schema")]
+    pub conditions: Vec<Condition>,
+}
+
+/// One of a risk's matching rules: `Always`, or `PromQL` with its query.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RiskMatchingRule {
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(default, rename = "promql", skip_serializing_if = "Option::is_none")]
+    pub promql: Option<PromQlRule>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PromQlRule {
+    /// The query: one sample of value 1 means the risk applies, 0 that it does not.
+    pub promql: String,
 }

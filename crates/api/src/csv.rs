@@ -65,6 +65,11 @@ pub struct ClusterServiceVersionSpec {
     /// grant itself. Absent: the manager's own identity (namespaces an InstallPolicy trusts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install_service_account: Option<String>,
+    /// Images the operator's Deployments run from a mirror: a container's image, or a
+    /// `RELATED_IMAGE_*` value, equal to `image` becomes `mirror`. Set by the Blueprint from
+    /// the ImageMirrorSets; `definition` keeps the bundle's own references.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_rewrites: Vec<crate::mirror::ImageRewrite>,
 }
 
 fn preserved_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

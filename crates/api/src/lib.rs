@@ -1,7 +1,9 @@
 //! The `windlass.dev/v1alpha1` API: what users write (Subscription, Catalog), what windlass
 //! records (Blueprint), what it installs (ClusterServiceVersion) and what cluster admins allow
-//! (InstallPolicy) and what that lets each namespace do (InstallScope); and which release of the
-//! platform the cluster runs (ClusterVersion); which keys must have signed what (TrustPolicy).
+//! (InstallPolicy) and what that lets each namespace do (InstallScope); what the catalogs offer
+//! (Package); and which release of the platform the cluster runs (ClusterVersion); which keys
+//! must have signed what (TrustPolicy); where a site's registries serve copies of the images
+//! bundles name (ImageMirrorSet).
 //!
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
@@ -15,7 +17,9 @@ pub mod clusterversion;
 pub mod condition;
 pub mod config;
 pub mod csv;
+pub mod mirror;
 pub mod names;
+pub mod package;
 pub mod policy;
 pub mod scope;
 pub mod subscription;
@@ -24,13 +28,15 @@ pub mod trust;
 pub use blueprint::{
     Blueprint, BlueprintBookkeeping, BlueprintIntent, BlueprintSpec, BlueprintStatus,
 };
-pub use catalog::{Catalog, CatalogSpec, CatalogStatus};
+pub use catalog::{Catalog, CatalogSpec, CatalogStatus, DelistedPackage};
 pub use clusterversion::{ClusterVersion, ClusterVersionSpec, ClusterVersionStatus};
 pub use condition::{Condition, ConditionStatus, set_condition};
 pub use config::{OperatorConfig, UpgradePolicy};
 pub use csv::{
     ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase,
 };
+pub use package::{Package, PackageStatus};
+pub use mirror::{ImageMirrorSet, ImageMirrorSetSpec, ImageRewrite};
 pub use policy::{InstallPolicy, InstallPolicySpec};
 pub use scope::{InstallGrant, InstallScope, InstallScopeStatus};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};
@@ -54,6 +60,8 @@ pub fn crds()
         InstallScope::crd(),
         ClusterVersion::crd(),
         TrustPolicy::crd(),
+        Package::crd(),
+        ImageMirrorSet::crd(),
     ]
 }
 

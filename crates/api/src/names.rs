@@ -7,9 +7,13 @@
 
 /// The field manager of every write windlass makes (server-side apply and status).
 pub const FIELD_MANAGER: &str = "windlass";
-/// The field manager of the `windlass` CLI's own edits (`rollback`, `resume`), so the
-/// controllers can tell a person's change from their own.
+/// The field manager of the `windlass` CLI's own edits (`rollback`, `resume`, `approve`,
+/// `catalog delist` and `relist`), so the controllers, and GitOps tools, can tell a person's
+/// change from their own.
 pub const CLI_FIELD_MANAGER: &str = "windlass-cli";
+/// The field manager of what people do through the hub page (install, approve, roll back,
+/// resume): like the CLI's, a person's change the controllers do not take back.
+pub const HUB_FIELD_MANAGER: &str = "windlass-hub";
 
 /// Labels windlass puts on what it creates.
 pub mod labels {
@@ -29,12 +33,18 @@ pub mod labels {
     pub const CSV_NAMESPACE: &str = "windlass.dev/csv-namespace";
     /// On a Blueprint: the Subscription it belongs to.
     pub const SUBSCRIPTION: &str = "windlass.dev/subscription";
-    /// On a Blueprint and its revision Secrets: the package it installs.
+    /// On a Blueprint and its revision Secrets: the package it installs; on a Package view:
+    /// its package (when the name fits a label value).
     pub const PACKAGE: &str = "windlass.dev/package";
+    /// On a Package view: the Catalog that offers it (when the name fits a label value).
+    pub const CATALOG: &str = "windlass.dev/catalog";
     /// On a Subscription windlass created for a dependency: `true`.
     pub const DEPENDENCY: &str = "windlass.dev/dependency";
     /// On a revision Secret: the revision number.
     pub const REVISION: &str = "windlass.dev/revision";
+    /// On a plan Secret: the revision whose plan it holds. Not [`REVISION`], so plans are
+    /// never listed as revisions.
+    pub const PLAN_REVISION: &str = "windlass.dev/plan-revision";
     /// On the ClusterRoles windlass writes to read the custom resources of one CRD: `true`.
     /// The manager's aggregated ClusterRole selects them, so it can read exactly the custom
     /// resources of the CRDs it manages and no others.
@@ -74,6 +84,8 @@ pub mod annotations {
     pub const VERSION: &str = "windlass.dev/version";
     /// On a revision Secret: the name of its CSV.
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass.dev/cluster-service-version";
+    /// On a plan Secret: the plan's digest (what approving names).
+    pub const PLAN_DIGEST: &str = "windlass.dev/plan-digest";
     /// On a CRD: the package whose bundle last wrote it.
     pub const CRD_PACKAGE: &str = "windlass.dev/bundle-package";
     /// On a CRD: the version of the bundle that last wrote it (CRDs never move backwards).
@@ -110,7 +122,10 @@ pub mod controllers {
     pub const BLUEPRINT: &str = "windlass-blueprint";
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass-csv";
     pub const INSTALL_SCOPE: &str = "windlass-install-scope";
+    pub const PACKAGE_VIEW: &str = "windlass-package-view";
     pub const CLUSTER_VERSION: &str = "windlass-clusterversion";
+    /// Reports on ImageMirrorSets (rules it leaves out).
+    pub const MIRRORS: &str = "windlass-mirrors";
 }
 
 /// Condition types, per kind.
@@ -129,6 +144,10 @@ pub mod conditions {
         pub const INSTALLED: &str = "Installed";
         /// Every dependency has a Subscription (present only when there are dependencies).
         pub const DEPENDENCIES_SUBSCRIBED: &str = "DependenciesSubscribed";
+        /// What the Subscription installs (or asks for) is no longer offered: its catalog's
+        /// admin delisted it, or its catalog was deleted. Installed operators keep running and
+        /// get no upgrades (present once it has been true).
+        pub const DELISTED: &str = "Delisted";
     }
 
     /// A Blueprint's conditions.
@@ -146,6 +165,9 @@ pub mod conditions {
         /// Whether the namespace's InstallPolicies permit the install as asked (only present
         /// when they do not).
         pub const INSTALL_PERMITTED: &str = "InstallPermitted";
+        /// Under Manual approval: whether the current revision's plan is approved (False while
+        /// it waits, naming the digest to approve, or what changed since the approval).
+        pub const PLAN_APPROVED: &str = "PlanApproved";
     }
 
     /// A ClusterServiceVersion's conditions.
@@ -165,6 +187,9 @@ pub mod conditions {
         pub const SERVING: &str = "Serving";
         /// Whether the served content's image was verified against the TrustPolicies.
         pub const VERIFIED: &str = "Verified";
+        /// Whether every version the catalog has passed lint and is offered (otherwise which
+        /// are held back, and what else is wrong with the content or `spec.delisted`).
+        pub const CONTENT_VALID: &str = "ContentValid";
     }
 
     /// The ClusterVersion's conditions, as the CVO names them.
@@ -183,6 +208,8 @@ pub mod conditions {
         pub const RETRIEVED_UPDATES: &str = "RetrievedUpdates";
         /// A conditional update's recommendation.
         pub const RECOMMENDED: &str = "Recommended";
+        /// Whether one risk of a conditional update applies to this cluster.
+        pub const APPLIES: &str = "Applies";
     }
 }
 
@@ -220,6 +247,12 @@ pub mod reasons {
         pub const NO_REVISION: &str = "NoRevision";
         /// The revision's CSV has not reached Succeeded.
         pub const CLUSTER_SERVICE_VERSION_NOT_SUCCEEDED: &str = "ClusterServiceVersionNotSucceeded";
+        /// The plan waits for a person's approval.
+        pub const AWAITING_APPROVAL: &str = "AwaitingApproval";
+        /// The plan changed after it was approved (or differs from the digest approved).
+        pub const PLAN_CHANGED: &str = "PlanChanged";
+        /// The plan was approved: by digest (`spec.approvedPlan`) or as shown (`approved`).
+        pub const PLAN_APPROVED: &str = "Approved";
     }
 
     /// Why the ClusterVersion is where it is.
@@ -251,6 +284,27 @@ pub mod reasons {
         pub const COMPLETED: &str = "Completed";
     }
 
+    /// The CVO's reasons for a conditional update's `Recommended` condition and each risk's
+    /// `Applies` condition (a risk's own name is also used as a `Recommended` reason when it
+    /// alone applies).
+    pub mod conditional_update {
+        /// `Recommended=True`: no risk applies.
+        pub const NOT_EXPOSED_TO_RISKS: &str = "NotExposedToRisks";
+        /// `Recommended=True`: every risk that applies is in `acceptRisks`.
+        pub const ALL_EXPOSED_RISKS_ACCEPTED: &str = "AllExposedRisksAccepted";
+        /// `Recommended=Unknown` / `Applies=Unknown`: a risk could not be evaluated (its
+        /// query failed, or no query endpoint is configured).
+        pub const EVALUATION_FAILED: &str = "EvaluationFailed";
+        /// `Recommended=False`: a risk whose name is not a reason applies.
+        pub const EXPOSED_TO_RISKS: &str = "ExposedToRisks";
+        /// `Recommended=False` for more than one reason.
+        pub const MULTIPLE_REASONS: &str = "MultipleReasons";
+        /// `Applies=True`.
+        pub const MATCH: &str = "Match";
+        /// `Applies=False`.
+        pub const NOT_MATCH: &str = "NotMatch";
+    }
+
     /// Why a Subscription's resolution failed before the resolver ran. The resolver's own
     /// reasons (`SubscriptionUnsatisfiable`, `SubscriptionsConflict`,
     /// `InstalledPackagesConflict`) are passed through.
@@ -263,6 +317,20 @@ pub mod reasons {
         pub const NO_CATALOG: &str = "NoCatalog";
         pub const CATALOG_NOT_SERVED: &str = "CatalogNotServed";
         pub const BUNDLE_UNAVAILABLE: &str = "BundleUnavailable";
+        /// The package or version is delisted (the `Delisted` condition says by whom and why).
+        pub const DELISTED: &str = "Delisted";
+    }
+
+    /// Why a Subscription's `Delisted` condition is what it is.
+    pub mod delisting {
+        /// The catalog's admin delisted the whole package.
+        pub const PACKAGE_DELISTED: &str = "PackageDelisted";
+        /// The catalog's admin delisted the version installed (or asked for).
+        pub const VERSION_DELISTED: &str = "VersionDelisted";
+        /// The catalog the package was installed from was deleted.
+        pub const CATALOG_REMOVED: &str = "CatalogRemoved";
+        /// Offered again: upgrades resume.
+        pub const LISTED: &str = "Listed";
     }
 
     /// A ClusterServiceVersion's phase reasons, as OLM names them.
@@ -317,6 +385,12 @@ pub mod reasons {
         pub const SIGNATURE_REFUSED: &str = "SignatureRefused";
     }
 
+    /// Events on ImageMirrorSets.
+    pub mod mirror {
+        /// A rule fails windlass's checks and is left out; the set's other rules apply.
+        pub const INVALID_RULE: &str = "InvalidMirrorRule";
+    }
+
     /// A Catalog's `Serving` and `Verified` reasons.
     pub mod catalog {
         pub const CONTENT_SERVED: &str = "ContentServed";
@@ -330,6 +404,13 @@ pub mod reasons {
         pub const VERIFICATION_FAILED: &str = "VerificationFailed";
         /// The signatures could not be checked (registry or key material unreadable).
         pub const VERIFICATION_ERROR: &str = "VerificationError";
+        /// `ContentValid=True`: every version passed lint.
+        pub const VALID: &str = "Valid";
+        /// Some versions fail lint and are not offered.
+        pub const VERSIONS_HELD_BACK: &str = "VersionsHeldBack";
+        /// Every version is offered, but something else is wrong (a file that could not be
+        /// read, a default channel, `spec.delisted`).
+        pub const PROBLEMS_FOUND: &str = "ProblemsFound";
     }
 }
 
@@ -361,6 +442,23 @@ pub mod revision_secret {
     pub const DATA_KEY: &str = "revision.json.gz";
 }
 
+/// How the plan of a Blueprint revision is kept: a Secret next to the revision's own, sealed
+/// the same way.
+pub mod plan_secret {
+    /// The Secret type of a stored plan.
+    pub const TYPE: &str = "windlass.dev/plan.v1";
+    /// The key of the plan document (gzip of JSON) in the Secret.
+    pub const DATA_KEY: &str = "plan.json.gz";
+    /// What the seal names as the plan's owner kind (a revision's seal names `Blueprint`, so
+    /// neither can pass for the other).
+    pub const SEAL_KIND: &str = "BlueprintPlan";
+
+    /// The plan Secret of revision `revision` of Blueprint `blueprint`.
+    pub fn name(blueprint: &str, revision: i64) -> String {
+        format!("{blueprint}.r{revision}.plan")
+    }
+}
+
 /// How an applied release payload is kept in the cluster for rollbacks (a Secret in the
 /// manager's namespace, sealed like revisions).
 pub mod release_secret {
@@ -373,5 +471,87 @@ pub mod release_secret {
     pub fn name(digest: &str) -> String {
         let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
         format!("windlass-release-{}", &hex[..hex.len().min(20)])
+    }
+}
+
+/// Package views: one cluster-scoped `Package` per (catalog, package) pair.
+pub mod package_view {
+    /// The longest object name Kubernetes accepts for a cluster-scoped custom resource.
+    const MAX_NAME: usize = 253;
+
+    /// The Package object of `package` in `catalog`: `<package>.<catalog>` when that is a
+    /// valid object name, otherwise a cleaned-up form with a hash of both, so two pairs never
+    /// share a name.
+    pub fn name(catalog: &str, package: &str) -> String {
+        let plain = format!("{package}.{catalog}");
+        if is_subdomain(&plain) {
+            return plain;
+        }
+        let cleaned: String = plain
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let hash = format!("{:016x}", fnv1a(plain.as_bytes()));
+        let room = MAX_NAME - hash.len() - 1;
+        let stem: String = cleaned.chars().take(room).collect();
+        let stem = stem.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        format!("{stem}-{hash}")
+    }
+
+    /// `value` when it is a valid label value, so views can be selected by catalog and
+    /// package (`kubectl get wpkg -l windlass.dev/catalog=builtin`).
+    pub fn label_value(value: &str) -> Option<&str> {
+        let ok = value.len() <= 63
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && value.ends_with(|c: char| c.is_ascii_alphanumeric());
+        ok.then_some(value)
+    }
+
+    fn is_subdomain(name: &str) -> bool {
+        name.len() <= MAX_NAME
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            })
+    }
+
+    /// FNV-1a: stable across builds and platforms, which a name must be.
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+            (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn names_are_valid_and_distinct() {
+            assert_eq!(name("builtin", "acme-db"), "acme-db.builtin");
+            let upper = name("builtin", "Keycloak_Operator");
+            assert!(is_subdomain(&upper), "{upper}");
+            assert!(upper.starts_with("keycloak-operator.builtin-"), "{upper}");
+            assert_ne!(upper, name("builtin", "keycloak-operator"));
+            let long = name(&"c".repeat(200), &"p".repeat(100));
+            assert!(is_subdomain(&long) && long.len() <= MAX_NAME, "{long}");
+            assert_eq!(label_value("builtin"), Some("builtin"));
+            assert_eq!(label_value(&"x".repeat(64)), None);
+            assert_eq!(label_value("-x"), None);
+        }
     }
 }

@@ -56,6 +56,10 @@ pub struct SubscriptionSpec {
     pub catalog: Option<String>,
     #[serde(default)]
     pub approval: Approval,
+    /// Compute and keep a plan preview (`windlass plan`) for every revision even when approval
+    /// is Automatic; it is recorded, not waited on. Manual approval always previews.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview: bool,
     /// Namespaces the operator watches. Omitted: all namespaces when the bundle supports
     /// AllNamespaces, otherwise this Subscription's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -266,6 +266,7 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
         progress_deadline_seconds: settings.progress_deadline_seconds,
         conversions: settings.conversions.clone(),
         install_service_account: settings.install_service_account.clone(),
+        image_rewrites: content.image_rewrites.clone(),
     };
     let mut csv = ClusterServiceVersion::new(&content.cluster_service_version_name, spec);
     csv.metadata.namespace = Some(settings.owner.namespace.clone());

@@ -32,6 +32,8 @@ fn content(manifests: Vec<Value>) -> RevisionContent {
             .collect(),
         created_by: None,
         verified_by: Vec::new(),
+        bundle_pulled_from: None,
+        image_rewrites: Vec::new(),
         reason: None,
     }
 }

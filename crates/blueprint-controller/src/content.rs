@@ -28,6 +28,7 @@ use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
 use windlass_catalog_store::{BundleContent, CatalogStore};
 use windlass_kit::{Applier, TrustGate};
 use windlass_revisions::SealKey;
+use windlass_preview::CrdAction;
 use windlass_trust::{Artifact, ArtifactClass};
 
 use crate::{
@@ -48,6 +49,17 @@ pub struct Loaded {
     pub live_crds: BTreeMap<String, Value>,
     /// Where it is installed and what the namespace's InstallPolicies permit.
     pub placement: Placement,
+    /// What happens to each CRD the bundle ships, and every safety finding (for the plan).
+    pub crd_reviews: Vec<CrdReview>,
+}
+
+/// One CRD of the bundle as the validate stage judged it.
+#[derive(Clone, Debug)]
+pub struct CrdReview {
+    pub name: String,
+    pub action: windlass_preview::CrdAction,
+    /// Every finding of `crd_safety::findings`, blocking or not, unfiltered.
+    pub findings: Vec<crd_safety::Violation>,
 }
 
 /// Dereference and validate the content a plan asks for, with what `observed` found of the
@@ -105,12 +117,19 @@ pub async fn validate(
         .permit
         .granted
         .contains(&ClusterScopedGrant::CrdAdoption);
+    let mut crd_reviews = Vec::new();
     for crd in converted
         .objects
         .iter()
         .filter(|m| m.kind() == "CustomResourceDefinition")
     {
+        let review = |action, findings| CrdReview {
+            name: crd.name().to_string(),
+            action,
+            findings,
+        };
         let Some(live) = live_crd(client, crd.name()).await? else {
+            crd_reviews.push(review(CrdAction::Create, Vec::new()));
             continue;
         };
         let from = build::BundleId {
@@ -127,18 +146,29 @@ pub async fn validate(
             continue;
         }
         match request.crds {
-            CrdPolicy::KeepLive => kept.push(crd.name().to_string()),
+            CrdPolicy::KeepLive => {
+                kept.push(crd.name().to_string());
+                crd_reviews.push(review(CrdAction::KeepLive, Vec::new()));
+            }
             // A newer version of the package wrote it: it stays (see build::live_crd_is_newer).
             CrdPolicy::Apply if build::live_crd_is_newer(&live, &from) => {
-                kept.push(crd.name().to_string())
+                kept.push(crd.name().to_string());
+                crd_reviews.push(review(CrdAction::KeepLive, Vec::new()));
             }
             // Already what we would write: nothing can break, no need to read every object.
             // Keys the new CRD leaves out count as changes: the forced apply removes them.
-            CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {}
+            CrdPolicy::Apply if crd_safety::unchanged(&live, &crd.object) => {
+                crd_reviews.push(review(CrdAction::Unchanged, Vec::new()));
+            }
+            // Every rule of the table in crd_safety: OLM v0's, the schema-to-schema rules per
+            // version and served-version pair, and the existing objects (schema, CEL rules,
+            // pruning), with ratcheting. What blocks is refused; the rest is reported.
             CrdPolicy::Apply => {
                 let versions = crd_safety::versions_to_check(&live, &crd.object);
                 let existing = existing_objects(applier, &live, &versions).await?;
-                violations.extend(crd_safety::check(&live, &crd.object, &existing));
+                let found = crd_safety::findings(&live, &crd.object, &existing);
+                violations.extend(found.iter().filter(|v| v.blocks()).cloned());
+                crd_reviews.push(review(CrdAction::Change, found));
             }
         }
         live_crds.insert(crd.name().to_string(), live);
@@ -163,6 +193,7 @@ pub async fn validate(
         Validation::Ready {
             kept_crds: kept,
             verified_by: content.verified_by.clone(),
+            image_rewrites: content.recorded_rewrites(),
         }
     } else {
         // Blueprint status and Events are read by the namespace's users: objects of other
@@ -178,6 +209,7 @@ pub async fn validate(
         converted,
         live_crds,
         placement,
+        crd_reviews,
     };
     Ok((validation, Some(loaded)))
 }
@@ -229,6 +261,9 @@ async fn dereference(
                     spec.target_namespaces.clone(),
                 );
                 content.verified_by = verified_by;
+                // Which mirrors the operator's images run from is decided now, once, and
+                // kept with the revision.
+                content.mirror_images(&store.mirrors());
                 content
             }
             Err(message) => return Ok(Err(Unusable::Unavailable(message))),
@@ -236,6 +271,10 @@ async fn dereference(
         Source::Stored { revision: from } => match read(client, key, blueprint, *from).await? {
             Ok(mut restored) => {
                 restored.reason = Some(format!("restored from revision {from}"));
+                // Nothing is pulled for a rollback; its images run from the mirrors in force
+                // now (the site may have gone air-gapped since the revision first ran).
+                restored.bundle_pulled_from = None;
+                restored.mirror_images(&store.mirrors());
                 restored
             }
             Err(refusal) => return Ok(Err(Unusable::Unavailable(refusal.message))),
@@ -277,8 +316,14 @@ async fn check_signatures(
         digest: bundle.digest.clone(),
         class: ArtifactClass::Bundle,
     };
+    // Pulled from a mirror: its signatures were copied there with it.
+    let mirror = bundle.pulled_from.as_ref().map(|m| m.reference.as_str());
+    let registry = match (mirror, store.get(catalog)) {
+        (Some(mirror), Some(served)) => served.registry_for(mirror),
+        _ => registry,
+    };
     let verdict = trust
-        .verify(&artifact, &registry)
+        .verify_mirrored(&artifact, mirror, &registry)
         .await
         .map_err(Unusable::Unavailable)?;
     if verdict.allowed() {

@@ -22,8 +22,8 @@ pub enum Error {
     /// wrote a shared CRD): decided again from fresh state.
     #[error("{what} changed since it was checked; checking again")]
     Stale { what: String },
-    /// Writing a revision Secret.
-    #[error("storing revision Secret {secret}: {source}")]
+    /// Writing a revision or plan Secret.
+    #[error("storing Secret {secret}: {source}")]
     Store { secret: String, source: kube::Error },
     /// An object the plan applies.
     #[error("applying {kind} {name}: {source}")]

@@ -4,8 +4,9 @@
 //! person points the target at an earlier version.
 //!
 //! The deciding logic is pure ([`plan`], [`build`], [`revision`]; CRD upgrade safety is
-//! `windlass_bundle::crd::safety`); the rest
-//! only gathers ([`observe`], [`content`], [`permit`] with `windlass_tenancy` deciding), applies ([`apply`]) and reports ([`reconcile`]).
+//! `windlass_bundle::crd::safety`, plan previews `windlass_preview`); the rest only gathers
+//! ([`observe`], [`content`], [`permit`] with `windlass_tenancy` deciding, [`preview`]),
+//! applies ([`apply`]) and reports ([`reconcile`]).
 
 pub mod apply;
 pub mod build;
@@ -15,6 +16,7 @@ pub mod names;
 pub mod observe;
 pub mod permit;
 pub mod plan;
+pub mod preview;
 pub mod reconcile;
 pub mod revision;
 

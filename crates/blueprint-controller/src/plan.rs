@@ -14,9 +14,11 @@
 //!   rolled back is held back (`status.heldBack`) until the intent changes.
 //!
 //! Some facts are expensive or need content the plan chooses (the CRD safety check of the
-//! revision about to be applied, whether a rollback source can still run); the plan asks for
-//! them with [`Action::Check`] and the reconciler decides again with the fact filled in.
+//! revision about to be applied, whether a rollback source can still run, the preview of a
+//! plan a person is to approve); the plan asks for them with [`Action::Check`] and the
+//! reconciler decides again with the fact filled in.
 
+mod approval;
 mod history;
 mod intent;
 mod outcome;
@@ -28,7 +30,9 @@ use windlass_api::names::reasons;
 
 use k8s_openapi::jiff::Timestamp;
 use windlass_api::{
-    BlueprintSpec, BlueprintStatus, CsvPhase, blueprint::BlueprintPhase, config::OperatorConfig,
+    BlueprintSpec, BlueprintStatus, CsvPhase,
+    blueprint::{BlueprintPhase, PlanPreview},
+    config::OperatorConfig,
 };
 
 use windlass_bundle::crd::safety::Assessment;
@@ -105,6 +109,12 @@ pub struct Facts {
     /// Whether the stored revision can be restored: its Secret reads, and the live CRDs still
     /// serve every API version its CSV owns.
     pub rollback_source: Option<(i64, Result<(), Refusal>)>,
+    /// The digest of the current revision's plan (`windlass_preview::Binding`), known once its
+    /// content was loaded: recorded on the revision, and compared with what runs to tell
+    /// whether Manual approval has anything to approve.
+    pub plan_digest: Option<String>,
+    /// The preview of the current revision's plan, computed (or found stored) on request.
+    pub preview: Option<PlanPreview>,
 }
 
 /// The validate stage's verdict on the current revision's content.
@@ -112,9 +122,12 @@ pub struct Facts {
 pub enum Validation {
     /// Safe to apply. `kept_crds`: CRDs a rollback leaves at their newer live definition.
     /// `verified_by`: the keys whose signatures on the bundle image counted.
+    /// `image_rewrites`: what the ImageMirrorSets changed (the bundle's pull, the
+    /// Deployments' images).
     Ready {
         kept_crds: Vec<String>,
         verified_by: Vec<String>,
+        image_rewrites: Vec<windlass_api::ImageRewrite>,
     },
     /// The content cannot be read now (catalog not served, registry down, Secret unreadable).
     Unavailable(String),
@@ -170,6 +183,34 @@ pub enum Need {
     Validate(ContentRequest),
     /// Check that this stored revision can be restored.
     RollbackSource { revision: i64 },
+    /// Preview the plan of the current revision (its content was validated in this round).
+    Preview(Box<PreviewRequest>),
+}
+
+/// What a plan preview compares and tells.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PreviewRequest {
+    /// What the apply stage would do with the revision.
+    pub apply: ApplyPlan,
+    pub kind: windlass_preview::PlanKind,
+    /// The version whose objects run now (the newest revision before this one that started
+    /// applying), when one does.
+    pub running: Option<RunningRevision>,
+    /// The newest revision before this one: what changed is told against its plan.
+    pub previous: Option<i64>,
+    /// The revision's reason, first of the reasons the plan gives.
+    pub reason: String,
+    /// List the live objects edited out of band since the running revision applied them (a
+    /// rollback overwrites them).
+    pub drift: bool,
+}
+
+/// A revision whose objects are live.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunningRevision {
+    pub revision: i64,
+    pub csv_name: String,
+    pub version: String,
 }
 
 /// Which content a revision installs and how its CRDs are treated.

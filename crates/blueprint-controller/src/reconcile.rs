@@ -155,7 +155,7 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
     .await
 }
 
-fn owner(blueprint: &Blueprint) -> Owner {
+pub(crate) fn owner(blueprint: &Blueprint) -> Owner {
     Owner {
         name: blueprint.name_any(),
         namespace: blueprint.namespace().unwrap_or_default(),
@@ -172,8 +172,8 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
     let mut facts = Facts::default();
     let mut loaded = None;
     let mut decided = None;
-    // The plan asks for at most a content check and a rollback-source check.
-    for _ in 0..4 {
+    // The plan asks for at most a content check, a rollback-source check and a preview.
+    for _ in 0..5 {
         let decision = plan::decide(&Input {
             name: &name,
             generation: blueprint.metadata.generation.unwrap_or_default(),
@@ -198,7 +198,29 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                 )
                 .await?;
                 facts.validation = Some(validation);
+                facts.plan_digest = content
+                    .as_ref()
+                    .map(|l| crate::preview::binding(l, request.crds).digest());
                 loaded = content;
+            }
+            Step::Check(Need::Preview(request)) => {
+                let Some(loaded) = &loaded else {
+                    return Err(Error::Plan {
+                        name,
+                        message: "a preview came without validated content".into(),
+                    });
+                };
+                let installer = installer_for(ctx, loaded, &name)?;
+                let preview_ctx = crate::preview::Context {
+                    manager: &ctx.applier,
+                    installer: &installer,
+                    key: &ctx.seal_key,
+                    known_kinds: &observed.kinds,
+                    now,
+                };
+                let preview =
+                    crate::preview::preview(&preview_ctx, blueprint, loaded, request).await?;
+                facts.preview = Some(preview);
             }
             Step::Check(Need::RollbackSource { revision }) => {
                 let verdict = content::rollback_source(
@@ -231,14 +253,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
             });
         };
         let identity = loaded.placement.permit.identity.username();
-        let installer = ctx
-            .identities
-            .client_for(identity.as_deref())
-            .map(|client| ctx.applier.with_client(client))
-            .map_err(|e| Error::Plan {
-                name: name.clone(),
-                message: format!("a client acting as {identity:?}: {e}"),
-            })?;
+        let installer = installer_for(ctx, loaded, &name)?;
         let writers = apply::Writers {
             manager: &ctx.applier,
             installer: &installer,
@@ -316,6 +331,18 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
     Ok(Action::requeue(decision.requeue))
 }
 
+/// The applier acting as the install identity of `loaded`'s placement.
+fn installer_for(ctx: &Context, loaded: &content::Loaded, name: &str) -> Result<Applier, Error> {
+    let identity = loaded.placement.permit.identity.username();
+    ctx.identities
+        .client_for(identity.as_deref())
+        .map(|client| ctx.applier.with_client(client))
+        .map_err(|e| Error::Plan {
+            name: name.to_string(),
+            message: format!("a client acting as {identity:?}: {e}"),
+        })
+}
+
 /// Writes the status when it changed, guarded by the resourceVersion the decision was made
 /// from (a conflict means someone changed the Blueprint since: decide again). Publishes the
 /// decision's Events once the status that justifies them is written. Returns the Blueprint as
@@ -356,6 +383,8 @@ async fn prune_revisions(
 ) -> Result<(), Error> {
     let secrets = Api::<Secret>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace);
     for revision in revisions {
+        // The plan first: it is found through its revision, which must outlive it.
+        crate::preview::store::delete(&ctx.shell.client, blueprint, *revision).await?;
         let name = revision::secret_name(&blueprint.name_any(), *revision);
         match secrets.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use windlass_api::blueprint::Blueprint;
 use windlass_api::config::OperatorConfig;
+use windlass_api::mirror::ImageRewrite;
 use windlass_catalog_store::BundleContent;
 use windlass_revisions::{SealError, SealKey, Subject, seal};
 
@@ -70,6 +71,58 @@ pub struct RevisionContent {
     /// catalog (kept with the content, so a restart or a rollback still knows).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verified_by: Vec<String>,
+    /// Where the bundle image was pulled from, when an ImageMirrorSet sent the pull to a
+    /// mirror.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle_pulled_from: Option<ImageRewrite>,
+    /// The images the CSV's Deployments run that the ImageMirrorSets send to a mirror, as
+    /// decided when this revision's content was first read: every apply of the revision runs
+    /// the same images, and `manifests` keep the bundle's own references.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_rewrites: Vec<ImageRewrite>,
+}
+
+impl RevisionContent {
+    /// Every image the revision's CSV has its Deployments run or hand to the operator.
+    pub fn deployment_images(&self) -> Vec<String> {
+        let Some(csv) = csv_object(self) else {
+            return Vec::new();
+        };
+        let mut images: Vec<String> = Vec::new();
+        let deployments = csv
+            .pointer("/spec/install/spec/deployments")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for deployment in &deployments {
+            for site in windlass_mirror::pod::pod_images(&deployment["spec"]["template"]["spec"]) {
+                if !images.contains(&site.image) {
+                    images.push(site.image);
+                }
+            }
+        }
+        images
+    }
+
+    /// Decides the mirrors of the Deployments' images under `rules` (see
+    /// [`RevisionContent::image_rewrites`]).
+    pub fn mirror_images(&mut self, rules: &windlass_mirror::MirrorRules) {
+        self.image_rewrites = rules
+            .rewrite_all(self.deployment_images().iter().map(String::as_str))
+            .into_iter()
+            .map(ImageRewrite::from)
+            .collect();
+    }
+
+    /// What the ImageMirrorSets changed for this revision, for its history record: the bundle
+    /// image's pull first, then the Deployments' images.
+    pub fn recorded_rewrites(&self) -> Vec<ImageRewrite> {
+        self.bundle_pulled_from
+            .iter()
+            .chain(&self.image_rewrites)
+            .cloned()
+            .collect()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -304,6 +357,15 @@ pub fn from_bundle(
         created_by: None,
         reason: None,
         verified_by: Vec::new(),
+        bundle_pulled_from: match (&content.image, &content.pulled_from) {
+            (Some(image), Some(mirrored)) => Some(ImageRewrite {
+                image: image.clone(),
+                mirror: mirrored.reference.clone(),
+                mirror_set: mirrored.mirror_set.clone(),
+            }),
+            _ => None,
+        },
+        image_rewrites: Vec::new(),
     }
 }
 

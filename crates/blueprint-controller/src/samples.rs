@@ -14,6 +14,7 @@ pub fn acme_db(version: &str) -> BundleContent {
         version: bundle.csv.version().expect("a version"),
         digest: "sha256:abc".into(),
         image: None,
+        pulled_from: None,
         bundle,
     }
 }

@@ -10,10 +10,11 @@ use std::{
 use sha2::{Digest, Sha256};
 use windlass_catalog::{
     Catalog,
-    load::{LoadIssue, ReadOptions, read_catalog_with},
+    listing::{Delisting, gate},
+    load::{ReadOptions, read_catalog_with},
 };
 
-use windlass_catalog_store::BundleLocation;
+use windlass_catalog_store::{BundleLocation, ListingState};
 
 include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 
@@ -60,8 +61,6 @@ pub enum BuiltinError {
     },
     #[error("reading the built-in catalog: {0}")]
     Read(#[from] windlass_catalog::LoadError),
-    #[error("the built-in catalog is incomplete: {0}")]
-    Incomplete(LoadIssue),
     #[error("the built-in catalog has bundle {csv_name} in {} outside its folder", dir.display())]
     Outside { csv_name: String, dir: PathBuf },
 }
@@ -75,6 +74,8 @@ pub struct BuiltinCatalog {
     pub digest: String,
     /// Each bundle's folder and content digest, by CSV name.
     pub bundles: Arc<BTreeMap<String, BundleLocation>>,
+    /// What the listing gate held back (nothing, for the samples as shipped).
+    pub listing: ListingState,
     dir: tempfile::TempDir,
 }
 
@@ -89,25 +90,35 @@ impl BuiltinCatalog {
                 source,
             })?;
         write_files(dir.path(), files())?;
+        // Manifests kept: the listing gate lints every bundle whole, like any other catalog's.
         let loaded = read_catalog_with(
             dir.path(),
             ReadOptions {
-                keep_manifests: false,
+                keep_manifests: true,
             },
         )?;
-        if let Some(issue) = loaded.issues.into_iter().find(LoadIssue::loses_content) {
-            return Err(BuiltinError::Incomplete(issue));
-        }
+        let sources: Vec<(String, PathBuf)> = loaded
+            .bundles
+            .iter()
+            .map(|s| (s.bundle.csv.name().to_string(), s.dir.clone()))
+            .collect();
+        let listing = gate(loaded);
         let mut bundles = BTreeMap::new();
-        for source in &loaded.bundles {
-            let csv_name = source.bundle.csv.name().to_string();
+        for (csv_name, source_dir) in sources {
+            let offered = listing
+                .catalog
+                .packages
+                .values()
+                .any(|p| p.bundles.contains_key(&csv_name));
+            if !offered {
+                continue;
+            }
             let relative =
-                source
-                    .dir
+                source_dir
                     .strip_prefix(dir.path())
                     .map_err(|_| BuiltinError::Outside {
                         csv_name: csv_name.clone(),
-                        dir: source.dir.clone(),
+                        dir: source_dir.clone(),
                     })?;
             let folder = relative
                 .components()
@@ -118,15 +129,20 @@ impl BuiltinCatalog {
             bundles.insert(
                 csv_name,
                 BundleLocation::Directory {
-                    path: source.dir.clone(),
+                    path: source_dir.clone(),
                     digest,
                 },
             );
         }
         Ok(BuiltinCatalog {
-            catalog: Arc::new(loaded.catalog),
+            catalog: Arc::new(listing.catalog),
             digest: content_digest(files().iter().copied()),
             bundles: Arc::new(bundles),
+            listing: ListingState {
+                held_back: listing.held_back,
+                problems: listing.problems,
+                delisting: Delisting::default(),
+            },
             dir,
         })
     }
@@ -166,6 +182,8 @@ mod tests {
             .map(String::as_str)
             .collect();
         assert_eq!(packages, ["acme-db", "acme-gateway", "acme-monitor"]);
+        // The samples pass the listing gate as shipped.
+        assert_eq!(builtin.listing, ListingState::default());
         let db = &builtin.catalog.packages["acme-db"];
         assert_eq!(db.default_channel.as_deref(), Some("candidate"));
         assert_eq!(db.bundles.len(), 4);

@@ -21,6 +21,8 @@ fn builtin_store(builtin: &BuiltinCatalog, name: &str) -> Arc<CatalogStore> {
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        listing: Default::default(),
+        pulled_from: None,
     });
     store
 }
@@ -125,6 +127,7 @@ async fn an_image_pinned_by_a_known_digest_is_not_pulled_again() {
         version: semver::Version::new(0, 1, 0),
         digest: digest.into(),
         image: Some(reference.clone()),
+        pulled_from: None,
         bundle,
     });
     let mut catalog = ServedCatalog {
@@ -136,6 +139,8 @@ async fn an_image_pinned_by_a_known_digest_is_not_pulled_again() {
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        listing: Default::default(),
+        pulled_from: None,
     };
     std::sync::Arc::make_mut(&mut catalog.bundles).insert(
         "acme-gateway.v0.1.0".into(),

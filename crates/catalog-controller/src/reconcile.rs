@@ -30,7 +30,7 @@ use windlass_kit::{
 
 use crate::{
     credentials::{self, Credentials},
-    source::{Reader, SourceError, keep_serving},
+    source::{self as sources, Reader, SourceError, keep_serving},
     status::{self, Failure, Observation, Transition},
 };
 use windlass_catalog_store::CatalogStore;
@@ -164,7 +164,20 @@ pub async fn run(
         config.clone(),
         ctx.clone(),
     ));
+    // New mirror rules can change where every image is read from: read each catalog again.
+    let mirrors_changed = {
+        let ctx = ctx.clone();
+        futures::stream::unfold(ctx.store.mirror_changes(), move |mut changes| {
+            let ctx = ctx.clone();
+            async move {
+                changes.changed().await.ok()?;
+                ctx.polls.lock().expect("poll records poisoned").clear();
+                Some(((), changes))
+            }
+        })
+    };
     let results = Controller::new(catalogs, config)
+        .reconcile_all_on(mirrors_changed)
         .graceful_shutdown_on(shutdown)
         .run(reconcile_observed, runner::error_policy, ctx);
     runner::drain(results).await;
@@ -265,17 +278,23 @@ impl Context {
         }
         let polled_at = Timestamp::now();
         let at = Instant::now();
+        let delisting = sources::delisting(spec).0;
         let (failure, without_image) = match outcome {
             Ok((content, credentials)) => {
                 let without_image = content.without_image.clone();
-                self.store
-                    .serve(content.serve_as(&name, spec.priority, &spec.source, credentials));
+                self.store.serve(content.serve_as(
+                    &name,
+                    spec.priority,
+                    &spec.source,
+                    credentials,
+                    delisting,
+                ));
                 gate.serving.insert(name.clone(), uid.to_string());
                 (None, without_image)
             }
             Err(error) => {
                 warn!(catalog = %name, %error, "polling catalog failed");
-                keep_serving(&self.store, &name, spec.priority);
+                keep_serving(&self.store, &name, spec.priority, &delisting);
                 (Some(Failure::from(&error)), Vec::new())
             }
         };
@@ -360,7 +379,15 @@ async fn reconcile(
         previous.expect("not due means polled before")
     };
 
+    // What the spec delists applies at once, without reading the source again.
+    let (delisting, mut delisting_problems) = sources::delisting(&catalog.spec);
+    keep_serving(&ctx.store, &name, catalog.spec.priority, &delisting);
     let served = ctx.store.get(&name);
+    if let Some(served) = &served {
+        delisting_problems.extend(delisting.unmatched(&served.catalog));
+    }
+    let delisting_problems: Vec<String> =
+        delisting_problems.iter().map(ToString::to_string).collect();
     let observation = Observation {
         generation: catalog.metadata.generation,
         failure: poll.failure.as_ref(),
@@ -368,11 +395,18 @@ async fn reconcile(
         without_image: &poll.without_image,
         source: &source,
         polled_at: poll.polled_at,
+        delisting_problems: &delisting_problems,
     };
     if let Some(update) = status::next(catalog.status.as_ref(), &observation) {
         write_status(&ctx.shell.client, &name, &update.status).await?;
         if let Some(transition) = update.transition {
             publish(&ctx, &catalog, transition).await;
+        }
+        if let Some(notice) = status::listing_notice(catalog.status.as_ref(), &update.status) {
+            ctx.shell
+                .events
+                .publish(&catalog.object_ref(&()), &notice.action("Listing"))
+                .await;
         }
     }
     let action = match ctx.wait_after(&poll, &catalog.spec) {

@@ -11,7 +11,8 @@ use windlass_bundle::FileTree;
 use windlass_catalog::{
     Catalog,
     fbc::{CONFIGS_LABEL, read_tree_owned},
-    load::{LoadIssue, Loaded, read_images},
+    listing::{Delisting, Listing, gate_with},
+    load::read_images,
 };
 use windlass_oci::{self as oci, OciError, RegistryOptions};
 
@@ -21,9 +22,11 @@ use crate::{
 };
 use windlass_api::names::reasons::catalog as reasons;
 use windlass_catalog_store::{
-    BundleContent, BundleLocation, CatalogStore, ServedCatalog, Verification,
+    BundleContent, BundleLocation, CatalogStore, ListingState, Mirrored, ServedCatalog,
+    Verification, first_reachable,
 };
 use windlass_kit::TrustGate;
+use windlass_mirror::MirrorRules;
 use windlass_trust::{Artifact, ArtifactClass, Decision};
 
 /// Bundle images pulled at once.
@@ -130,12 +133,34 @@ pub struct Content {
     /// What the signature check of the catalog image found (`None`: not an image, or read
     /// without checking).
     pub verification: Option<Verification>,
+    /// What the listing gate held back (the delisting is the Catalog spec's, added when
+    /// served).
+    pub listing: ListingState,
+    /// The mirror the catalog image was read from, when an ImageMirrorSet sent it there.
+    pub pulled_from: Option<Mirrored>,
 }
 
 impl Content {
     /// Where a bundle's content lives (see [`ServedCatalog::location`]).
     pub fn location(&self, csv_name: &str) -> Option<BundleLocation> {
         windlass_catalog_store::location_in(&self.catalog, &self.bundles, csv_name)
+    }
+
+    /// What passed the listing gate, ready to be located and served.
+    fn gated(listing: Listing) -> Content {
+        Content {
+            digest: String::new(),
+            catalog: Arc::new(listing.catalog),
+            bundles: Arc::default(),
+            without_image: Vec::new(),
+            verification: None,
+            listing: ListingState {
+                held_back: listing.held_back,
+                problems: listing.problems,
+                delisting: Delisting::default(),
+            },
+            pulled_from: None,
+        }
     }
 
     /// Content served before, read again unchanged: shared, not copied.
@@ -146,17 +171,22 @@ impl Content {
             bundles: previous.bundles.clone(),
             without_image: previous.without_location().map(str::to_string).collect(),
             verification: previous.verification.clone(),
+            listing: previous.listing.clone(),
+            pulled_from: previous.pulled_from.clone(),
         }
     }
 
-    /// The content as the store serves it for Catalog `name`.
+    /// The content as the store serves it for Catalog `name`, with what its spec delists.
     pub fn serve_as(
         self,
         name: &str,
         priority: i32,
         source: &CatalogSource,
         credentials: Credentials,
+        delisting: Delisting,
     ) -> ServedCatalog {
+        let mut listing = self.listing;
+        listing.delisting = delisting;
         ServedCatalog {
             name: name.to_string(),
             priority,
@@ -169,6 +199,8 @@ impl Content {
             },
             credentials,
             verification: self.verification,
+            listing,
+            pulled_from: self.pulled_from,
         }
     }
 }
@@ -195,24 +227,44 @@ pub fn digest_of_digests<'a>(digests: impl IntoIterator<Item = &'a str>) -> Stri
     format!("sha256:{:x}", hasher.finalize())
 }
 
-/// The first problem that cost the catalog content, as a message.
-fn refuse_lost_content(loaded: &Loaded, image: &str) -> Result<(), SourceError> {
-    match loaded.issues.iter().find(|i| LoadIssue::loses_content(i)) {
-        Some(issue) => Err(SourceError::Invalid {
-            image: image.into(),
-            message: issue.to_string(),
-        }),
-        None => Ok(()),
+/// Content where nothing passed the listing gate is refused (the last good content stays
+/// served), with the first reasons.
+fn refuse_empty(listing: &Listing, image: &str) -> Result<(), SourceError> {
+    if !listing.catalog.packages.is_empty() {
+        return Ok(());
     }
+    let reasons: Vec<String> = listing
+        .problems
+        .iter()
+        .cloned()
+        .chain(
+            listing
+                .held_back
+                .iter()
+                .map(|h| format!("{} held back: {}", h.bundle, h.findings.join("; "))),
+        )
+        .take(3)
+        .collect();
+    let message = if reasons.is_empty() {
+        "no packages".to_string()
+    } else {
+        format!("nothing passed the listing gate: {}", reasons.join("; "))
+    };
+    Err(SourceError::Invalid {
+        image: image.into(),
+        message,
+    })
 }
 
 /// Parses the file-based catalog in a pulled catalog image's files: the folder the
 /// `operators.operatorframework.io.index.configs.v1` label names, else `configs/` when there
 /// is one, else the whole tree. Bundle locations are the `olm.bundle` blobs' `image` fields.
+/// Only what passes the listing gate is offered; `previous` is what was offered before.
 pub fn read_fbc(
     files: FileTree,
     labels: &BTreeMap<String, String>,
     image: &str,
+    previous: Option<&Catalog>,
 ) -> Result<Content, SourceError> {
     let dir = match labels.get(CONFIGS_LABEL) {
         Some(dir) => dir.as_str(),
@@ -226,15 +278,17 @@ pub fn read_fbc(
     let dir = dir.to_string();
     // The raw files go as they are read: a large catalog is never held twice.
     let loaded = read_tree_owned(files, &dir, image).map_err(|e| invalid(e.to_string()))?;
-    refuse_lost_content(&loaded, image)?;
-    if loaded.catalog.packages.is_empty() {
+    if loaded.catalog.packages.is_empty() && loaded.issues.is_empty() {
         return Err(invalid(format!(
             "no file-based-catalog packages under /{}",
             dir.trim_matches('/')
         )));
     }
+    let listing = gate_with(loaded, previous);
+    refuse_empty(&listing, image)?;
+    let mut content = Content::gated(listing);
     // Each bundle is served from the image its entry names; no second map of them is kept.
-    let without_image = loaded
+    content.without_image = content
         .catalog
         .packages
         .values()
@@ -242,31 +296,33 @@ pub fn read_fbc(
         .filter(|b| b.image.is_none())
         .map(|b| b.name.clone())
         .collect();
-    Ok(Content {
-        digest: String::new(),
-        catalog: Arc::new(loaded.catalog),
-        bundles: Arc::default(),
-        without_image,
-        verification: None,
-    })
+    Ok(content)
 }
 
-/// Reads a file-based-catalog image. Its manifest digest is read first (one request) and,
-/// with `trust`, checked against the trust policies before anything of it is used; when the
-/// registry still serves the digest `previous` was read at, that content is reused without
-/// downloading the image again. A new digest is pulled by digest, so what is served is what
-/// was checked.
+/// Reads a file-based-catalog image, through the site's mirrors (`rules`): its manifest
+/// digest is read first (one request) from the first place that answers and, with `trust`,
+/// checked against the trust policies before anything of it is used; when that digest is the
+/// one `previous` was read at, that content is reused without downloading the image again. A
+/// new digest is pulled by digest from the same place, so what is served is what was checked.
+/// `options` gives how to reach each registry (plain HTTP, its credentials).
 pub async fn read_image(
     reference: &str,
-    options: &RegistryOptions,
+    options: impl Fn(&str) -> RegistryOptions,
+    rules: &MirrorRules,
     previous: Option<&ServedCatalog>,
     trust: Option<&TrustGate>,
 ) -> Result<Content, SourceError> {
-    let digest = oci::resolve_digest(reference, options)
-        .await
-        .map_err(|e| SourceError::pull(reference, e))?;
+    let options = &options;
+    let (digest, from) = first_reachable(rules, reference, |place| async move {
+        oci::resolve_digest(&place, &options(&place)).await
+    })
+    .await
+    .map_err(|e| SourceError::pull(reference, e))?;
+    let place = from
+        .as_ref()
+        .map_or(reference, |mirrored| mirrored.reference.as_str());
     let verification = match trust {
-        Some(trust) => Some(check_image(trust, reference, &digest, options).await?),
+        Some(trust) => Some(check_image(trust, reference, place, &digest, &options(place)).await?),
         None => None,
     };
     if let Some(previous) = previous
@@ -274,30 +330,36 @@ pub async fn read_image(
     {
         let mut content = Content::reuse(previous);
         content.verification = verification;
+        content.pulled_from = from;
         return Ok(content);
     }
-    let by_digest = pinned(reference, &digest);
-    let pulled = oci::pull(&by_digest, options)
+    let by_digest = pinned(place, &digest);
+    let pulled = oci::pull(&by_digest, &options(place))
         .await
         .map_err(|e| SourceError::pull(reference, e))?;
     let (files, labels) = (pulled.files, pulled.labels);
     let image = reference.to_string();
-    let mut content = tokio::task::spawn_blocking(move || read_fbc(files, &labels, &image))
-        .await
-        .map_err(|e| SourceError::Invalid {
-            image: reference.into(),
-            message: format!("reading the catalog: {e}"),
-        })??;
+    let offered = previous.map(|p| p.catalog.clone());
+    let mut content = tokio::task::spawn_blocking(move || {
+        read_fbc(files, &labels, &image, offered.as_deref())
+    })
+    .await
+    .map_err(|e| SourceError::Invalid {
+        image: reference.into(),
+        message: format!("reading the catalog: {e}"),
+    })??;
     content.digest = pulled.digest;
     content.verification = verification;
+    content.pulled_from = from;
     Ok(content)
 }
 
-/// Checks the catalog image `reference` at `digest` against the trust policies: what may be
-/// served, or why not.
+/// Checks the catalog image `reference` at `digest`, read from `place` (the reference itself
+/// or a mirror of it), against the trust policies: what may be served, or why not.
 async fn check_image(
     trust: &TrustGate,
     reference: &str,
+    place: &str,
     digest: &str,
     options: &RegistryOptions,
 ) -> Result<Verification, SourceError> {
@@ -306,14 +368,14 @@ async fn check_image(
         digest: digest.to_string(),
         class: ArtifactClass::Catalog,
     };
-    let verdict =
-        trust
-            .verify(&artifact, options)
-            .await
-            .map_err(|message| SourceError::Verification {
-                image: reference.into(),
-                message,
-            })?;
+    let mirror = (place != reference).then_some(place);
+    let verdict = trust
+        .verify_mirrored(&artifact, mirror, options)
+        .await
+        .map_err(|message| SourceError::Verification {
+            image: reference.into(),
+            message,
+        })?;
     let summary = match verdict.decision {
         Decision::Refused => {
             return Err(SourceError::Untrusted {
@@ -333,32 +395,61 @@ async fn check_image(
     })
 }
 
-/// One bundle image: from the store's cache when the registry still serves a digest pulled
-/// before (one HEAD request for the manifest digest), otherwise pulled.
+/// One bundle image, through the site's mirrors: from the store's cache when the first place
+/// that answers still serves a digest pulled before (one HEAD request for the manifest
+/// digest), otherwise pulled by that digest from there.
 async fn bundle_image(
     reference: &str,
-    options: &RegistryOptions,
+    options: &(impl Fn(&str) -> RegistryOptions + Sync),
+    rules: &MirrorRules,
     store: &CatalogStore,
-) -> Result<(windlass_bundle::Bundle, String, bool), SourceError> {
-    let digest = oci::resolve_digest(reference, options)
-        .await
-        .map_err(|e| SourceError::pull(reference, e))?;
+) -> Result<Pulled, SourceError> {
+    let (digest, from) = first_reachable(rules, reference, |place| async move {
+        oci::resolve_digest(&place, &options(&place)).await
+    })
+    .await
+    .map_err(|e| SourceError::pull(reference, e))?;
     if let Some(cached) = store.cached(&digest) {
-        return Ok((cached.bundle.clone(), digest, false));
+        return Ok(Pulled {
+            bundle: cached.bundle.clone(),
+            digest,
+            fresh: false,
+            from,
+        });
     }
-    let (bundle, pulled) = oci::pull_bundle(reference, options)
+    let place = from
+        .as_ref()
+        .map_or(reference, |mirrored| mirrored.reference.as_str());
+    let (bundle, pulled) = oci::pull_bundle(&pinned(place, &digest), &options(place))
         .await
         .map_err(|e| SourceError::pull(reference, e))?;
-    Ok((bundle, pulled.digest, true))
+    Ok(Pulled {
+        bundle,
+        digest: pulled.digest,
+        fresh: true,
+        from,
+    })
+}
+
+/// A bundle image as read for a catalog.
+struct Pulled {
+    bundle: windlass_bundle::Bundle,
+    digest: String,
+    /// Pulled now (not found in the store's cache).
+    fresh: bool,
+    from: Option<Mirrored>,
 }
 
 /// Pulls every bundle image (a few at a time) and groups them into packages. Each bundle is
 /// served from its image pinned by digest, and its pulled content goes straight into the
-/// store's cache, so an install does not pull it again.
+/// store's cache, so an install does not pull it again. Only bundles that pass the listing
+/// gate are offered; two references to the same content (tags of one digest) count once.
 pub async fn read_bundle_images(
     references: &[String],
-    options: impl Fn(&str) -> RegistryOptions,
+    options: impl Fn(&str) -> RegistryOptions + Sync,
+    rules: &MirrorRules,
     store: &CatalogStore,
+    previous: Option<&Catalog>,
 ) -> Result<Content, SourceError> {
     let mut unique: Vec<String> = Vec::new();
     for reference in references {
@@ -366,22 +457,30 @@ pub async fn read_bundle_images(
             unique.push(reference.clone());
         }
     }
-    // Owned references: the futures must not borrow from the closure's argument.
-    let pulls = unique.into_iter().map(|reference| {
-        let options = options(&reference);
-        async move {
-            let (bundle, digest, fresh) = bundle_image(&reference, &options, store).await?;
-            Ok::<_, SourceError>((reference, bundle, digest, fresh))
-        }
+    let options = &options;
+    let pulls = unique.into_iter().map(|reference| async move {
+        let pulled = bundle_image(&reference, options, rules, store).await?;
+        Ok::<_, SourceError>((reference, pulled))
     });
     let pulled: Vec<_> = futures::stream::iter(pulls)
         .buffered(PARALLEL_PULLS)
         .try_collect()
         .await?;
-    let digest = digest_of_digests(pulled.iter().map(|(_, _, d, _)| d.as_str()));
+    let digest = digest_of_digests(pulled.iter().map(|(_, p)| p.digest.as_str()));
     let mut images = Vec::new();
     let mut fresh_content = Vec::new();
-    for (reference, bundle, manifest_digest, fresh) in pulled {
+    let mut seen_digests = std::collections::BTreeSet::new();
+    for (reference, pulled) in pulled {
+        let Pulled {
+            bundle,
+            digest: manifest_digest,
+            fresh,
+            from,
+        } = pulled;
+        if !seen_digests.insert(manifest_digest.clone()) {
+            continue;
+        }
+        // Served under the name the catalog gives it; mirrors apply whenever it is read.
         let pinned = pinned(&reference, &manifest_digest);
         if fresh {
             let version = bundle.csv.version().map_err(|e| SourceError::Invalid {
@@ -394,6 +493,7 @@ pub async fn read_bundle_images(
                 version,
                 digest: manifest_digest,
                 image: Some(pinned.clone()),
+                pulled_from: from,
                 bundle: bundle.clone(),
             });
         }
@@ -403,12 +503,10 @@ pub async fn read_bundle_images(
         image: "bundle images".into(),
         message: e.to_string(),
     })?;
-    refuse_lost_content(&loaded, "bundle images")?;
-    // Only content that makes a valid catalog is kept for installs.
-    for content in fresh_content {
-        store.remember(content);
-    }
-    let bundles = loaded
+    let listing = gate_with(loaded, previous);
+    refuse_empty(&listing, "bundle images")?;
+    let mut content = Content::gated(listing);
+    let bundles: BTreeMap<String, BundleLocation> = content
         .catalog
         .packages
         .values()
@@ -418,13 +516,19 @@ pub async fn read_bundle_images(
             Some((b.name.clone(), BundleLocation::Image { reference }))
         })
         .collect();
-    Ok(Content {
-        digest,
-        catalog: Arc::new(loaded.catalog),
-        bundles: Arc::new(bundles),
-        without_image: Vec::new(),
-        verification: None,
-    })
+    // Only content that is offered is kept for installs.
+    for fresh in fresh_content {
+        let offered = bundles
+            .get(&fresh.csv_name)
+            .and_then(BundleLocation::digest)
+            == Some(fresh.digest.as_str());
+        if offered {
+            store.remember(fresh);
+        }
+    }
+    content.digest = digest;
+    content.bundles = Arc::new(bundles);
+    Ok(content)
 }
 
 /// Reads catalogs. Holds the built-in catalog once it was first needed (its folder lives as
@@ -490,6 +594,7 @@ impl Reader {
                     bundles: builtin.bundles.clone(),
                     without_image: Vec::new(),
                     verification: None,
+                    listing: builtin.listing.clone(),
                 })
             }
             CatalogSourceType::Image => {
@@ -500,7 +605,8 @@ impl Reader {
                     .ok_or(SourceError::NoImage)?;
                 read_image(
                     image,
-                    &options(image),
+                    options,
+                    &store.mirrors(),
                     store.get(name).as_deref(),
                     self.trust.as_deref(),
                 )
@@ -510,13 +616,22 @@ impl Reader {
                 if source.bundle_images.is_empty() {
                     return Err(SourceError::NoBundleImages);
                 }
-                read_bundle_images(&source.bundle_images, options, store).await
+                let previous = store.get(name);
+                read_bundle_images(
+                    &source.bundle_images,
+                    options,
+                    &store.mirrors(),
+                    store,
+                    previous.as_ref().map(|p| &p.catalog),
+                )
+                .await
             }
         }
     }
 
     /// Reads a catalog and serves it under `name`. When the read fails, the content served
-    /// before stays served (at the new priority) and the error is returned.
+    /// before stays served (at the new priority, with the new delisting) and the error is
+    /// returned.
     pub async fn poll(
         &self,
         name: &str,
@@ -524,6 +639,7 @@ impl Reader {
         credentials: &Credentials,
         store: &CatalogStore,
     ) -> Result<Arc<ServedCatalog>, SourceError> {
+        let delisting = delisting(spec).0;
         match self.read(name, &spec.source, credentials, store).await {
             Ok(content) => {
                 store.serve(content.serve_as(
@@ -531,17 +647,18 @@ impl Reader {
                     spec.priority,
                     &spec.source,
                     credentials.clone(),
+                    delisting,
                 ));
                 Ok(store.get(name).expect("just served"))
             }
             Err(error @ SourceError::Untrusted { .. }) => {
                 self.withdraw_unless_trusted(name, &spec.source, credentials, store)
                     .await;
-                keep_serving(store, name, spec.priority);
+                keep_serving(store, name, spec.priority, &delisting);
                 Err(error)
             }
             Err(error) => {
-                keep_serving(store, name, spec.priority);
+                keep_serving(store, name, spec.priority, &delisting);
                 Err(error)
             }
         }
@@ -569,7 +686,17 @@ impl Reader {
             ..Default::default()
         };
         let served = pinned(image, &previous.digest);
-        match check_image(trust, &served, &previous.digest, &options).await {
+        let place = previous
+            .pulled_from
+            .as_ref()
+            .map_or(served.clone(), |mirrored| {
+                pinned(&mirrored.reference, &previous.digest)
+            });
+        let options = RegistryOptions {
+            auth: auth_for(credentials, &place),
+            ..options
+        };
+        match check_image(trust, &served, &place, &previous.digest, &options).await {
             Ok(verification) => {
                 if previous.verification.as_ref() != Some(&verification) {
                     let mut again = (*previous).clone();
@@ -585,14 +712,28 @@ impl Reader {
     }
 }
 
-/// After a failed read: the last good content stays served, at the priority the spec asks for
-/// now.
-pub fn keep_serving(store: &CatalogStore, name: &str, priority: i32) {
+/// What a Catalog's spec delists, and what is wrong with how it says it.
+pub fn delisting(
+    spec: &windlass_api::CatalogSpec,
+) -> (Delisting, Vec<windlass_catalog::listing::DelistingProblem>) {
+    Delisting::from_entries(spec.delisted.iter().map(|d| {
+        (
+            d.package.as_str(),
+            d.versions.as_slice(),
+            d.reason.as_deref().unwrap_or_default(),
+        )
+    }))
+}
+
+/// Content served before stays served, at the priority and with the delisting the spec asks
+/// for now (after a failed read, or when only those changed).
+pub fn keep_serving(store: &CatalogStore, name: &str, priority: i32, delisting: &Delisting) {
     if let Some(old) = store.get(name)
-        && old.priority != priority
+        && (old.priority != priority || &old.listing.delisting != delisting)
     {
         let mut again = (*old).clone();
         again.priority = priority;
+        again.listing.delisting = delisting.clone();
         store.serve(again);
     }
 }

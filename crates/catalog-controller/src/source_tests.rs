@@ -47,7 +47,7 @@ fn a_file_based_catalog_is_read_from_the_folder_its_label_names() {
         ("etc/other.yaml", "not: a catalog"),
     ]);
     let labels = [(CONFIGS_LABEL.to_string(), "/catalog".to_string())].into();
-    let content = read_fbc(files.clone(), &labels, "r/catalog:1").unwrap();
+    let content = read_fbc(files.clone(), &labels, "r/catalog:1", None).unwrap();
     let db = &content.catalog.packages["acme-db"];
     assert_eq!(db.default_channel.as_deref(), Some("stable"));
     assert_eq!(db.channels["stable"].entries.len(), 2);
@@ -65,10 +65,10 @@ fn a_file_based_catalog_is_read_from_the_folder_its_label_names() {
 #[test]
 fn without_the_label_configs_or_the_whole_tree_is_read() {
     let in_configs = tree(&[("configs/acme-db/catalog.yaml", FBC_YAML)]);
-    let content = read_fbc(in_configs.clone(), &BTreeMap::new(), "r/c:1").unwrap();
+    let content = read_fbc(in_configs.clone(), &BTreeMap::new(), "r/c:1", None).unwrap();
     assert_eq!(content.catalog.packages.len(), 1);
     let at_root = tree(&[("index.yaml", FBC_YAML)]);
-    let content = read_fbc(at_root.clone(), &BTreeMap::new(), "r/c:1").unwrap();
+    let content = read_fbc(at_root.clone(), &BTreeMap::new(), "r/c:1", None).unwrap();
     assert_eq!(content.catalog.packages.len(), 1);
 }
 
@@ -86,7 +86,7 @@ fn what_windlass_catalog_push_writes_reads_back_with_its_images() {
     }
     let files = windlass_catalog::fbc::image_tree(&catalog).unwrap();
     let labels = [(CONFIGS_LABEL.to_string(), "/configs".to_string())].into();
-    let content = read_fbc(files.clone(), &labels, "r/catalog:1").unwrap();
+    let content = read_fbc(files.clone(), &labels, "r/catalog:1", None).unwrap();
     assert_eq!(
         content.catalog.packages.keys().collect::<Vec<_>>(),
         ["acme-db", "acme-gateway", "acme-monitor"]
@@ -141,7 +141,7 @@ fn broken_catalog_content_is_refused_naming_the_image() {
         ),
     ];
     for (case, files) in cases {
-        let error = read_fbc(files.clone(), &labels, "r/broken:1").unwrap_err();
+        let error = read_fbc(files.clone(), &labels, "r/broken:1", None).unwrap_err();
         assert!(
             matches!(error, SourceError::Invalid { .. }),
             "{case}: {error}"
@@ -149,6 +149,31 @@ fn broken_catalog_content_is_refused_naming_the_image() {
         assert_eq!(error.reason(), "InvalidContent", "{case}");
         assert!(error.to_string().contains("r/broken:1"), "{case}: {error}");
     }
+}
+
+#[test]
+fn a_bundle_that_fails_the_gate_is_held_back_and_the_rest_served() {
+    let broken = format!(
+        "{FBC_YAML}---\nschema: olm.bundle\nname: acme-db.v1.0.2\npackage: acme-db\nimage: r/db:2\nproperties:\n  - type: olm.package\n    value: {{packageName: acme-db, version: banana}}\n"
+    );
+    let files = tree(&[("configs/acme-db/catalog.yaml", broken.as_str())]);
+    let content = read_fbc(files, &BTreeMap::new(), "r/catalog:2", None).unwrap();
+    assert_eq!(content.catalog.packages["acme-db"].bundles.len(), 2);
+    let held = &content.listing.held_back;
+    assert_eq!(held.len(), 1, "{held:#?}");
+    assert_eq!(held[0].bundle, "acme-db.v1.0.2");
+    assert!(
+        held[0].findings[0].contains("olm.package version is not semver"),
+        "{:?}",
+        held[0].findings
+    );
+    assert!(
+        held[0]
+            .source
+            .contains("r/catalog:2/configs/acme-db/catalog.yaml"),
+        "{}",
+        held[0].source
+    );
 }
 
 #[test]

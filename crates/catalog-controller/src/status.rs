@@ -5,9 +5,10 @@ use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use windlass_api::names::{conditions, reasons};
 use windlass_api::{
     CatalogStatus,
-    catalog::CatalogPhase,
+    catalog::{CatalogPhase, HeldBackVersion},
     condition::{Condition, ConditionStatus, set_condition},
 };
+use windlass_kit::Notice;
 
 use windlass_catalog_store::ServedCatalog;
 
@@ -44,6 +45,165 @@ pub struct Observation<'a> {
     pub source: &'a str,
     /// When the poll that produced this observation ran.
     pub polled_at: Timestamp,
+    /// What is wrong with `spec.delisted` (unreadable versions, packages or versions the
+    /// catalog does not have).
+    pub delisting_problems: &'a [String],
+}
+
+/// At most this many held-back versions, problems, and findings per version are listed in
+/// the status (the counts and the Events say how many more), so a catalog full of broken
+/// bundles cannot make its Catalog object too large to store.
+const MAX_LISTED: usize = 50;
+const MAX_FINDINGS: usize = 10;
+/// Characters kept of one finding or problem.
+const MAX_MESSAGE: usize = 512;
+
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(MAX_MESSAGE) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+    }
+}
+
+/// The held-back versions, the problems and the `ContentValid` condition for what is served.
+fn listing(status: &mut CatalogStatus, observation: &Observation) -> Option<Condition> {
+    let Some(served) = observation.served else {
+        status.held_back = Vec::new();
+        status.held_back_count = None;
+        status.problems = observation
+            .delisting_problems
+            .iter()
+            .take(MAX_LISTED)
+            .map(|p| bounded(p))
+            .collect();
+        return None;
+    };
+    let state = &served.listing;
+    status.held_back = state
+        .held_back
+        .iter()
+        .take(MAX_LISTED)
+        .map(|h| HeldBackVersion {
+            package: h.package.clone(),
+            bundle: h.bundle.clone(),
+            version: h.version.as_ref().map(ToString::to_string),
+            source: h.source.clone(),
+            findings: h
+                .findings
+                .iter()
+                .take(MAX_FINDINGS)
+                .map(|f| bounded(f))
+                .collect(),
+        })
+        .collect();
+    status.held_back_count = Some(state.held_back.len() as i64);
+    let problems: Vec<&String> = state
+        .problems
+        .iter()
+        .chain(observation.delisting_problems)
+        .collect();
+    status.problems = problems
+        .iter()
+        .take(MAX_LISTED)
+        .map(|p| bounded(p))
+        .collect();
+    let (condition_status, reason, message) = match (state.held_back.len(), problems.len()) {
+        (0, 0) => (
+            ConditionStatus::True,
+            reasons::catalog::VALID,
+            "every version passed lint and is offered".to_string(),
+        ),
+        (0, n) => (
+            ConditionStatus::False,
+            reasons::catalog::PROBLEMS_FOUND,
+            format!(
+                "every version is offered; {n} problem(s): {}",
+                summarize(problems.iter().map(|p| p.as_str()))
+            ),
+        ),
+        (held, n) => {
+            let versions = summarize(state.held_back.iter().map(|h| {
+                format!(
+                    "{} {}",
+                    h.package,
+                    h.version
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_else(|| h.bundle.clone())
+                )
+            }));
+            let more = if n > 0 {
+                format!("; {n} other problem(s)")
+            } else {
+                String::new()
+            };
+            (
+                ConditionStatus::False,
+                reasons::catalog::VERSIONS_HELD_BACK,
+                format!(
+                    "{held} version(s) fail lint and are not offered ({versions}){more}; status.heldBack says why"
+                ),
+            )
+        }
+    };
+    Some(
+        Condition::new(
+            conditions::catalog::CONTENT_VALID,
+            condition_status,
+            reason,
+            message,
+        )
+        .observed(observation.generation),
+    )
+}
+
+/// The first few items, and how many more.
+fn summarize<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    let items: Vec<String> = items.into_iter().map(|s| s.as_ref().to_string()).collect();
+    let shown: Vec<String> = items.iter().take(5).map(|s| bounded(s)).collect();
+    match items.len().saturating_sub(shown.len()) {
+        0 => shown.join(", "),
+        more => format!("{}, and {more} more", shown.join(", ")),
+    }
+}
+
+/// The Event a change in what the catalog holds back deserves: a warning naming the versions
+/// newly held back, or a note that everything is offered again. `None` when nothing changed.
+pub fn listing_notice(old: Option<&CatalogStatus>, new: &CatalogStatus) -> Option<Notice> {
+    let key = |h: &HeldBackVersion| (h.package.clone(), h.bundle.clone(), h.source.clone());
+    let before: std::collections::BTreeSet<_> = old
+        .map(|s| s.held_back.iter().map(key).collect())
+        .unwrap_or_default();
+    let added: Vec<&HeldBackVersion> = new
+        .held_back
+        .iter()
+        .filter(|h| !before.contains(&key(h)))
+        .collect();
+    if !added.is_empty() {
+        let message = added
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} {} from {}: {}",
+                    h.package,
+                    h.version.as_deref().unwrap_or(&h.bundle),
+                    h.source,
+                    h.findings.first().map(String::as_str).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Some(Notice::warning(
+            reasons::catalog::VERSIONS_HELD_BACK,
+            format!("held back (not offered): {message}"),
+        ));
+    }
+    (!before.is_empty() && new.held_back.is_empty()).then(|| {
+        Notice::normal(
+            "AllVersionsListed",
+            "every version passed lint and is offered",
+        )
+    })
 }
 
 /// Something a person would want to see in `kubectl describe`.
@@ -162,6 +322,12 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
                 served_summary(served),
                 observation.source
             );
+            if let Some(mirrored) = &served.pulled_from {
+                message.push_str(&format!(
+                    ", read from the mirror {} (ImageMirrorSet {})",
+                    mirrored.reference, mirrored.mirror_set
+                ));
+            }
             if !observation.without_image.is_empty() {
                 message.push_str(&format!(
                     "; {} bundles have no image and cannot be installed: {}",
@@ -207,6 +373,14 @@ pub fn next(current: Option<&CatalogStatus>, observation: &Observation) -> Optio
         condition.clone(),
         observation.polled_at,
     );
+    match listing(&mut status, observation) {
+        Some(valid) => {
+            set_condition(&mut status.conditions, valid, observation.polled_at);
+        }
+        None => status
+            .conditions
+            .retain(|c| c.type_ != conditions::catalog::CONTENT_VALID),
+    }
 
     let succeeded = observation.failure.is_none() && observation.served.is_some();
     let first_success = succeeded && old.last_successful_poll_time.is_none();

@@ -24,6 +24,8 @@ fn served(digest: &str, packages: usize) -> ServedCatalog {
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        listing: Default::default(),
+        pulled_from: None,
     }
 }
 
@@ -47,6 +49,7 @@ fn observe<'a>(
         without_image: &[],
         source: "image r/c:1",
         polled_at: at(seconds),
+        delisting_problems: &[],
     }
 }
 
@@ -218,6 +221,22 @@ fn bundles_without_images_are_named() {
 }
 
 #[test]
+fn content_read_from_a_mirror_says_which() {
+    let mut content = served("sha256:1", 1);
+    content.pulled_from = Some(windlass_catalog_store::Mirrored {
+        reference: "registry.site/acme/catalog:v1".into(),
+        mirror_set: "site".into(),
+    });
+    let update = next(None, &observe(Some(&content), None, 10)).unwrap();
+    let message = &serving_condition(&update.status).message;
+    assert!(
+        message
+            .contains("read from the mirror registry.site/acme/catalog:v1 (ImageMirrorSet site)"),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_new_catalog_is_pending_until_its_first_read_ends() {
     let pending = pending(None, Some(1), "image r/c:1", at(5)).unwrap();
     assert_eq!(pending.phase, Some(CatalogPhase::Pending));
@@ -327,4 +346,104 @@ fn a_refused_image_is_phase_refused_naming_what_is_missing_and_what_stays_served
     ));
     // Refused again: nothing new to say.
     assert!(next(Some(&update.status), &observe(None, Some(&refused), 20)).is_none());
+}
+
+fn held_back(package: &str, version: &str, finding: &str) -> windlass_catalog::listing::HeldBack {
+    windlass_catalog::listing::HeldBack {
+        package: package.into(),
+        bundle: format!("{package}.v{version}"),
+        version: Some(semver::Version::parse(version).unwrap()),
+        source: format!("r/{package}:{version}"),
+        findings: vec![finding.into()],
+    }
+}
+
+fn content_valid(status: &CatalogStatus) -> &Condition {
+    windlass_api::condition::find(&status.conditions, conditions::catalog::CONTENT_VALID).unwrap()
+}
+
+#[test]
+fn held_back_versions_and_problems_are_listed_with_a_condition_and_an_event() {
+    let clean = served("sha256:1", 2);
+    let first = next(None, &observe(Some(&clean), None, 10)).unwrap().status;
+    assert_eq!(content_valid(&first).status, ConditionStatus::True);
+    assert_eq!(first.held_back_count, Some(0));
+    assert_eq!(listing_notice(None, &first), None);
+
+    let mut failing = served("sha256:2", 2);
+    failing.listing.held_back = vec![held_back(
+        "demo",
+        "1.1.0",
+        "error[csv-required-field] r/demo:1.1.0/manifests/csv.yaml (spec.install): is missing",
+    )];
+    let problems =
+        vec!["spec.delisted[package=ghost]: the catalog offers no package ghost".to_string()];
+    let mut observation = observe(Some(&failing), None, 20);
+    observation.delisting_problems = &problems;
+    let second = next(Some(&first), &observation).unwrap().status;
+    assert_eq!(second.held_back_count, Some(1));
+    assert_eq!(second.held_back[0].version.as_deref(), Some("1.1.0"));
+    assert_eq!(second.problems, problems);
+    let condition = content_valid(&second);
+    assert_eq!(
+        (condition.status, condition.reason.as_str()),
+        (ConditionStatus::False, reasons::catalog::VERSIONS_HELD_BACK)
+    );
+    assert!(
+        condition.message.starts_with(
+            "1 version(s) fail lint and are not offered (demo 1.1.0); 1 other problem(s)"
+        ),
+        "{}",
+        condition.message
+    );
+    let notice = listing_notice(Some(&first), &second).unwrap();
+    assert!(notice.warning);
+    assert!(
+        notice
+            .message
+            .contains("demo 1.1.0 from r/demo:1.1.0: error[csv-required-field]"),
+        "{}",
+        notice.message
+    );
+    // The same again: no write, no Event.
+    assert_eq!(
+        next(
+            Some(&second),
+            &observe(Some(&failing), None, 30).with(&problems)
+        ),
+        None
+    );
+    assert_eq!(listing_notice(Some(&second), &second), None);
+
+    // Fixed: everything offered again, said once.
+    let third = next(Some(&second), &observe(Some(&clean), None, 40))
+        .unwrap()
+        .status;
+    assert!(third.held_back.is_empty());
+    assert_eq!(content_valid(&third).status, ConditionStatus::True);
+    assert!(!listing_notice(Some(&second), &third).unwrap().warning);
+}
+
+#[test]
+fn the_status_lists_a_bounded_number_of_held_back_versions() {
+    let mut many = served("sha256:3", 1);
+    many.listing.held_back = (0..200)
+        .map(|i| held_back("p", &format!("1.0.{i}"), &"x".repeat(2000)))
+        .collect();
+    let status = next(None, &observe(Some(&many), None, 10)).unwrap().status;
+    assert_eq!(status.held_back.len(), 50);
+    assert_eq!(status.held_back_count, Some(200));
+    assert!(status.held_back[0].findings[0].len() < 600);
+    assert!(
+        content_valid(&status).message.contains("and 195 more"),
+        "{}",
+        content_valid(&status).message
+    );
+}
+
+impl<'a> Observation<'a> {
+    fn with(mut self, problems: &'a [String]) -> Observation<'a> {
+        self.delisting_problems = problems;
+        self
+    }
 }

@@ -5,6 +5,9 @@
 
 mod cache;
 mod fetch;
+mod reach;
+
+pub use reach::{Mirrored, first_reachable};
 
 pub use cache::{DEFAULT_BUDGET_BYTES, content_bytes};
 
@@ -15,7 +18,11 @@ use std::{
 };
 
 use tokio::sync::watch;
-use windlass_catalog::Catalog;
+use windlass_catalog::{
+    Catalog,
+    listing::{Delisting, HeldBack},
+};
+use windlass_mirror::MirrorRules;
 use windlass_oci::{Auth, RegistryOptions};
 
 /// One catalog's content as last read successfully.
@@ -43,6 +50,22 @@ pub struct ServedCatalog {
     pub credentials: BTreeMap<String, Auth>,
     /// What the signature check of the catalog's image found (`None`: not an image).
     pub verification: Option<Verification>,
+    /// What the listing gate held back, and what the Catalog's admin delisted.
+    pub listing: ListingState,
+    /// The mirror the catalog's image was read from, when an ImageMirrorSet sent it there.
+    pub pulled_from: Option<Mirrored>,
+}
+
+/// What a catalog has but does not offer to new installs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListingState {
+    /// Versions that fail lint ([`windlass_catalog::listing::gate`]); not in `catalog`.
+    pub held_back: Vec<HeldBack>,
+    /// What else reading found wrong (a file that could not be read, a default channel).
+    pub problems: Vec<String>,
+    /// What the Catalog's `spec.delisted` takes off: still in `catalog` (installed operators
+    /// and the Package views need them), left out of [`CatalogStore::select`].
+    pub delisting: Delisting,
 }
 
 /// What checking a catalog image's signatures against the trust policies found, for the
@@ -150,11 +173,15 @@ pub struct BundleContent {
     /// `sha256:...` of the content (image manifest digest for images).
     pub digest: String,
     pub image: Option<String>,
+    /// The mirror the image was pulled from, when an ImageMirrorSet sent the pull there.
+    pub pulled_from: Option<Mirrored>,
     pub bundle: windlass_bundle::Bundle,
 }
 
 /// Packages merged across catalogs: each package comes whole from the highest-priority catalog
-/// that offers it (ties broken by catalog name), as a resolver input.
+/// that offers it (ties broken by catalog name), as a resolver input. What a catalog delists
+/// is left out; a package one catalog delists whole comes from the next catalog that offers
+/// it, if any.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     /// The served catalog itself when every package comes from one catalog (no copy), else
@@ -162,6 +189,42 @@ pub struct Selection {
     pub catalog: Arc<Catalog>,
     /// The catalog each package was taken from.
     pub origin: BTreeMap<String, Arc<ServedCatalog>>,
+    /// What delisting left out, by package: the whole package (when no other catalog offers
+    /// it), or versions of the package as selected.
+    pub delisted: BTreeMap<String, DelistedBy>,
+}
+
+/// A package, or versions of it, delisted by one catalog.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelistedBy {
+    pub catalog: String,
+    /// Empty: the whole package.
+    pub versions: Vec<semver::Version>,
+    /// The CSV names of what is delisted (of the whole package too).
+    pub bundles: Vec<String>,
+    pub reason: String,
+}
+
+impl DelistedBy {
+    /// "package acme-db is delisted by catalog vendor (end of support)".
+    pub fn describe(&self, package: &str) -> String {
+        let what = match self.versions.as_slice() {
+            [] => format!("package {package} is delisted"),
+            [one] => format!("version {one} of package {package} is delisted"),
+            many => format!(
+                "versions {} of package {package} are delisted",
+                many.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let why = match self.reason.trim() {
+            "" => String::new(),
+            reason => format!(" ({reason})"),
+        };
+        format!("{what} by catalog {}{why}", self.catalog)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +258,10 @@ pub struct CatalogStore {
     changed: watch::Sender<u64>,
     /// The last merge of several catalogs, with what it was made from.
     merged: Mutex<Option<(Vec<MergeKey>, Arc<Catalog>)>>,
+    /// The ImageMirrorSets' rules: where images are read from besides where they say.
+    mirrors: RwLock<Arc<MirrorRules>>,
+    /// Bumped whenever the rules change, so catalogs are read again.
+    mirrors_changed: watch::Sender<u64>,
 }
 
 /// One catalog a merge was made from. The catalog is held weakly: a merge never keeps
@@ -222,6 +289,8 @@ impl Default for CatalogStore {
             cache: Mutex::new(cache::ContentCache::new(DEFAULT_BUDGET_BYTES)),
             changed: watch::Sender::new(0),
             merged: Mutex::default(),
+            mirrors: RwLock::default(),
+            mirrors_changed: watch::Sender::new(0),
         }
     }
 }
@@ -245,13 +314,15 @@ impl CatalogStore {
         (cache.total_bytes(), cache.len())
     }
 
-    /// Serves new content for a catalog; subscribers hear of it when the digest or priority
-    /// changed.
+    /// Serves new content for a catalog; subscribers hear of it when the digest, the
+    /// priority or what is listed changed.
     pub fn serve(&self, served: ServedCatalog) {
         let mut catalogs = self.catalogs.write().expect("catalog store poisoned");
-        let same = catalogs
-            .get(&served.name)
-            .is_some_and(|old| old.digest == served.digest && old.priority == served.priority);
+        let same = catalogs.get(&served.name).is_some_and(|old| {
+            old.digest == served.digest
+                && old.priority == served.priority
+                && old.listing == served.listing
+        });
         catalogs.insert(served.name.clone(), Arc::new(served));
         drop(catalogs);
         if !same {
@@ -295,6 +366,28 @@ impl CatalogStore {
         self.changed.subscribe()
     }
 
+    /// The mirror rules in force.
+    pub fn mirrors(&self) -> Arc<MirrorRules> {
+        self.mirrors.read().expect("mirror rules poisoned").clone()
+    }
+
+    /// Replaces the mirror rules; subscribers of [`CatalogStore::mirror_changes`] hear of it
+    /// when they differ.
+    pub fn set_mirrors(&self, rules: MirrorRules) {
+        let mut current = self.mirrors.write().expect("mirror rules poisoned");
+        if **current == rules {
+            return;
+        }
+        *current = Arc::new(rules);
+        drop(current);
+        self.mirrors_changed.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that changes whenever the mirror rules change.
+    pub fn mirror_changes(&self) -> watch::Receiver<u64> {
+        self.mirrors_changed.subscribe()
+    }
+
     /// The packages to resolve against: from one catalog when `only` names it, otherwise
     /// merged by priority.
     pub fn select(&self, only: Option<&str>) -> Result<Selection, StoreError> {
@@ -312,14 +405,47 @@ impl CatalogStore {
         }
         ordered.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(&b.name)));
         let mut selection = Selection::default();
+        // Packages a delisting trimmed, by name: only these are copied.
+        let mut trimmed: BTreeMap<String, windlass_catalog::Package> = BTreeMap::new();
         for served in &ordered {
-            for name in served.catalog.packages.keys() {
-                if !selection.origin.contains_key(name) {
-                    selection.origin.insert(name.clone(), (*served).clone());
+            let delisting = &served.listing.delisting;
+            for (name, package) in &served.catalog.packages {
+                if selection.origin.contains_key(name) {
+                    continue;
                 }
+                if let Some(entry) = delisting.entry(name) {
+                    let delisted_by = |versions: Vec<semver::Version>| DelistedBy {
+                        catalog: served.name.clone(),
+                        bundles: package
+                            .bundles
+                            .values()
+                            .filter(|b| entry.covers(&b.version))
+                            .map(|b| b.name.clone())
+                            .collect(),
+                        versions,
+                        reason: entry.reason.clone(),
+                    };
+                    let Some(listed) = delisting.listed(package) else {
+                        selection
+                            .delisted
+                            .entry(name.clone())
+                            .or_insert_with(|| delisted_by(Vec::new()));
+                        continue;
+                    };
+                    selection.delisted.insert(
+                        name.clone(),
+                        delisted_by(entry.versions.iter().cloned().collect()),
+                    );
+                    trimmed.insert(name.clone(), listed);
+                }
+                selection.origin.insert(name.clone(), (*served).clone());
             }
         }
-        // The common case, one catalog serving every package: share it as it is.
+        // A package delisted whole by one catalog but offered by another is not delisted.
+        selection.delisted.retain(|name, by| {
+            !by.versions.is_empty() || !selection.origin.contains_key(name)
+        });
+        // The common case, one catalog serving every package as it is: share it.
         let sole = ordered.iter().find(|served| {
             selection.origin.len() == served.catalog.packages.len()
                 && selection
@@ -328,8 +454,21 @@ impl CatalogStore {
                     .all(|origin| Arc::ptr_eq(&origin.catalog, &served.catalog))
         });
         selection.catalog = match sole {
-            Some(served) => served.catalog.clone(),
-            None => self.merged(&ordered, &selection.origin),
+            Some(served) if trimmed.is_empty() => served.catalog.clone(),
+            _ if trimmed.is_empty() => self.merged(&ordered, &selection.origin),
+            // Delisting is rare and changes what is served without new content: not cached.
+            _ => Arc::new(Catalog {
+                packages: selection
+                    .origin
+                    .iter()
+                    .map(|(name, served)| {
+                        let package = trimmed
+                            .remove(name)
+                            .unwrap_or_else(|| served.catalog.packages[name].clone());
+                        (name.clone(), package)
+                    })
+                    .collect(),
+            }),
         };
         Ok(selection)
     }
@@ -426,7 +565,7 @@ impl CatalogStore {
         if let Some(hit) = location.digest().and_then(|d| self.cached(d)) {
             return check_digest(hit, digest);
         }
-        let content = crate::fetch::fetch(&served, csv_name, &location).await?;
+        let content = crate::fetch::fetch(&served, csv_name, &location, &self.mirrors()).await?;
         check_digest(self.remember(content), digest)
     }
 }

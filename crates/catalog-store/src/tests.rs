@@ -34,6 +34,8 @@ fn served(name: &str, priority: i32, digest: &str, packages: &[&str]) -> ServedC
         registry: RegistryOptions::default(),
         credentials: BTreeMap::new(),
         verification: None,
+        listing: ListingState::default(),
+        pulled_from: None,
     }
 }
 
@@ -87,6 +89,118 @@ fn only_selects_one_catalog_whatever_its_priority() {
         store.select(Some("missing")),
         Err(StoreError::UnknownCatalog(name)) if name == "missing"
     ));
+}
+
+/// A catalog of package `db` in versions 1.0.0, 1.0.1 and 1.1.0 on channel `stable`.
+fn versions(name: &str, priority: i32) -> ServedCatalog {
+    let mut served = served(name, priority, &format!("sha256:{name}"), &[]);
+    let mut package = Package {
+        name: "db".into(),
+        default_channel: Some("stable".into()),
+        ..Default::default()
+    };
+    let mut entries = Vec::new();
+    let mut previous: Option<String> = None;
+    for version in ["1.0.0", "1.0.1", "1.1.0"] {
+        let csv = format!("db.v{version}");
+        package.bundles.insert(
+            csv.clone(),
+            Bundle {
+                name: csv.clone(),
+                package: "db".into(),
+                version: semver::Version::parse(version).unwrap(),
+                image: None,
+                properties: Vec::new(),
+                related_images: Vec::new(),
+            },
+        );
+        entries.push(windlass_catalog::ChannelEntry {
+            name: csv.as_str().into(),
+            replaces: previous.as_deref().map(Into::into),
+            ..Default::default()
+        });
+        previous = Some(csv);
+    }
+    package.channels.insert(
+        "stable".into(),
+        windlass_catalog::Channel {
+            name: "stable".into(),
+            package: "db".into(),
+            entries,
+        },
+    );
+    served.catalog.packages.insert("db".into(), package);
+    served
+}
+
+fn delist(served: &mut ServedCatalog, versions: &[&str], reason: &str) {
+    let versions: Vec<String> = versions.iter().map(|v| v.to_string()).collect();
+    served.listing.delisting = Delisting::from_entries([("db", versions.as_slice(), reason)]).0;
+}
+
+#[test]
+fn delisted_versions_and_packages_are_left_out_of_selections() {
+    let store = CatalogStore::new();
+    let mut vendor = versions("vendor", 10);
+    delist(&mut vendor, &["1.0.1"], "CVE-1");
+    store.serve(vendor.clone());
+    let selection = store.select(None).unwrap();
+    let db = &selection.catalog.packages["db"];
+    assert_eq!(
+        db.bundles.keys().collect::<Vec<_>>(),
+        ["db.v1.0.0", "db.v1.1.0"]
+    );
+    assert_eq!(
+        selection.delisted["db"].describe("db"),
+        "version 1.0.1 of package db is delisted by catalog vendor (CVE-1)"
+    );
+    // What is served still has every version: installs of 1.0.1 read their bundle from it.
+    assert_eq!(
+        store.get("vendor").unwrap().catalog.packages["db"]
+            .bundles
+            .len(),
+        3
+    );
+
+    // Delisted whole, and no other catalog offers it.
+    delist(&mut vendor, &[], "end of support");
+    store.serve(vendor.clone());
+    let selection = store.select(None).unwrap();
+    assert!(!selection.catalog.packages.contains_key("db"));
+    assert_eq!(
+        selection.delisted["db"].describe("db"),
+        "package db is delisted by catalog vendor (end of support)"
+    );
+    assert!(
+        store
+            .select(Some("vendor"))
+            .unwrap()
+            .delisted
+            .contains_key("db")
+    );
+
+    // Another catalog offers it: that one serves it, and nothing is delisted.
+    store.serve(versions("community", 0));
+    let selection = store.select(None).unwrap();
+    assert_eq!(origin(&selection, "db"), "community");
+    assert!(selection.delisted.is_empty());
+}
+
+#[test]
+fn a_changed_delisting_is_news_to_subscribers() {
+    let store = CatalogStore::new();
+    let mut vendor = versions("vendor", 10);
+    store.serve(vendor.clone());
+    let mut changes = store.changes();
+    changes.mark_unchanged();
+    store.serve(vendor.clone());
+    assert!(
+        !changes.has_changed().unwrap(),
+        "the same content is no news"
+    );
+    delist(&mut vendor, &["1.0.1"], "");
+    store.serve(vendor);
+    assert!(changes.has_changed().unwrap());
 }
 
 #[test]
@@ -153,6 +267,7 @@ fn acme_db(digest: &str) -> BundleContent {
         version: semver::Version::new(1, 0, 0),
         digest: digest.into(),
         image: None,
+        pulled_from: None,
         bundle,
     }
 }

@@ -6,12 +6,15 @@
 pub mod constraint;
 pub mod fbc;
 pub mod lint;
+pub mod listing;
 pub mod load;
 pub mod model;
 pub mod name;
+pub mod provider;
 pub mod range;
 pub mod validate;
 
 pub use constraint::Constraint;
 pub use load::{LoadError, load_catalog, load_catalogs};
 pub use model::{Bundle, Catalog, Channel, ChannelEntry, Deprecation, Package, Property};
+pub use provider::{Provider, ProviderType};

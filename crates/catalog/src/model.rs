@@ -25,6 +25,9 @@ pub struct Package {
     /// Keyed by bundle (CSV) name.
     pub bundles: BTreeMap<String, Bundle>,
     pub deprecations: Vec<Deprecation>,
+    /// Who publishes the package: from the newest bundle's CSV, or the `olm.package` blob's
+    /// provider property.
+    pub provider: Option<crate::provider::Provider>,
 }
 
 /// A named upgrade stream inside a package.

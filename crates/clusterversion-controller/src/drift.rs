@@ -8,11 +8,19 @@
 //! ConfigMaps, ... never reach the manager; only object metadata is sent, and an update that
 //! leaves `generation`, labels and annotations alone (a rollout's status) wakes nothing. The set
 //! of watches follows the payload: kinds a new release no longer ships are unwatched.
+//!
+//! The same watches speed an update up: while it waits on a level, every change of a payload
+//! object wakes the reconcile ([`DriftWatch::wake_on_any_change`]), so the level is judged again
+//! the moment a rollout's status moves instead of on the next poll.
 
 use std::{
     collections::{BTreeSet, HashMap},
     hash::{DefaultHasher, Hash, Hasher},
-    sync::Mutex,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
 };
 
 use futures::{Stream, StreamExt};
@@ -36,7 +44,15 @@ pub type Kind = (String, String);
 pub struct DriftWatch {
     wake: mpsc::Sender<()>,
     watches: Mutex<HashMap<Kind, JoinHandle<()>>>,
+    /// While an update waits on a level, any change of a payload object wakes the reconcile
+    /// (a rollout's status included), so the next level starts as soon as this one is healthy.
+    eager: Arc<AtomicBool>,
+    /// Kinds the cluster did not serve, and when that was seen: not asked again for a while.
+    unserved: Mutex<HashMap<Kind, Instant>>,
 }
+
+/// How long a kind the cluster did not serve is left before discovery is asked again.
+const UNSERVED_RETRY: Duration = Duration::from_secs(30);
 
 impl DriftWatch {
     /// The watch set (empty) and the stream of wake-ups for the controller (each reconciles
@@ -49,6 +65,8 @@ impl DriftWatch {
             DriftWatch {
                 wake,
                 watches: Mutex::default(),
+                eager: Arc::default(),
+                unserved: Mutex::default(),
             },
             triggers,
         )
@@ -74,11 +92,25 @@ impl DriftWatch {
         };
         for kind in missing {
             let (api_version, name) = &kind;
-            // A kind the cluster does not serve (yet) is looked up again on the next reconcile.
+            let recently_unserved = self
+                .unserved
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&kind)
+                .is_some_and(|at| at.elapsed() < UNSERVED_RETRY);
+            if recently_unserved {
+                continue;
+            }
+            // A kind the cluster does not serve (yet: a CRD of the payload not established)
+            // is looked up again a little later.
             let resource = match applier.resource(api_version, name).await {
                 Ok((resource, _)) => resource,
                 Err(error) => {
                     tracing::warn!(%api_version, kind = %name, %error, "drift of this kind is noticed on the resync only");
+                    self.unserved
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(kind.clone(), Instant::now());
                     continue;
                 }
             };
@@ -86,9 +118,21 @@ impl DriftWatch {
                 applier.client().clone(),
                 &resource,
             );
-            let task = tokio::spawn(watch_kind(api, self.wake.clone()));
+            let task = tokio::spawn(watch_kind(api, self.wake.clone(), self.eager.clone()));
             self.lock().insert(kind, task);
         }
+    }
+
+    /// Whether any change of a payload object (status too) wakes the reconcile: on while an
+    /// update waits on a level, off once the cluster is settled (then only what someone
+    /// changed does).
+    pub fn wake_on_any_change(&self, on: bool) {
+        self.eager.store(on, Ordering::Relaxed);
+    }
+
+    /// A sender that wakes the reconcile too, for what else needs to (a timer).
+    pub fn waker(&self) -> mpsc::Sender<()> {
+        self.wake.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Kind, JoinHandle<()>>> {
@@ -122,7 +166,11 @@ fn fingerprint(meta: &kube::api::ObjectMeta) -> u64 {
     hasher.finish()
 }
 
-async fn watch_kind(api: Api<PartialObjectMeta<DynamicObject>>, wake: mpsc::Sender<()>) {
+async fn watch_kind(
+    api: Api<PartialObjectMeta<DynamicObject>>,
+    wake: mpsc::Sender<()>,
+    eager: Arc<AtomicBool>,
+) {
     let config =
         watcher::Config::default().labels(&format!("{RELEASE_MANAGED}={RELEASE_MANAGED_VALUE}"));
     let mut seen: HashMap<String, u64> = HashMap::new();
@@ -141,7 +189,8 @@ async fn watch_kind(api: Api<PartialObjectMeta<DynamicObject>>, wake: mpsc::Send
             Ok(Event::InitDone) => nudge(),
             Ok(Event::Apply(object)) => {
                 let print = fingerprint(&object.metadata);
-                if seen.insert(uid(&object), print) != Some(print) {
+                let changed = seen.insert(uid(&object), print) != Some(print);
+                if changed || eager.load(Ordering::Relaxed) {
                     nudge();
                 }
             }

@@ -81,33 +81,51 @@ pub async fn apply_level(
 ) -> Result<Option<Waiting>, String> {
     let managed = |manifest: &&PlannedManifest| !manifest.object.id().overridden_by(unmanaged);
     for step in &level.steps {
-        for component in &step.components {
+        // The step's components side by side, each component's files in order.
+        let applied = step.components.iter().map(|component| async move {
             for manifest in component.manifests.iter().filter(managed) {
                 apply_manifest(ctx, manifest).await?;
             }
-        }
+            Ok::<(), String>(())
+        });
+        futures::future::try_join_all(applied).await?;
         // A step is a barrier (a Job, or the end of the level): all of it is healthy first.
-        for component in &step.components {
-            for manifest in component.manifests.iter().filter(managed) {
-                let verdict = judge(ctx, manifest, payload_version)
-                    .await
-                    .map_err(|e| format!("{}: {e}", describe(manifest)))?;
-                let (message, failed) = match verdict {
-                    Health::Ready => continue,
-                    Health::Waiting(reason) => (reason.to_string(), false),
-                    Health::Failed(message) => (message, true),
-                };
-                return Ok(Some(Waiting {
-                    object: describe(manifest),
-                    component: component.component.clone().unwrap_or_default(),
-                    message,
-                    failed,
-                }));
-            }
+        // Every object is read at once; the first one in order that is not healthy is named.
+        let objects: Vec<(&str, &PlannedManifest)> = step
+            .components
+            .iter()
+            .flat_map(|c| {
+                let name = c.component.as_deref().unwrap_or_default();
+                c.manifests.iter().filter(managed).map(move |m| (name, m))
+            })
+            .collect();
+        let mut verdicts = Vec::with_capacity(objects.len());
+        for chunk in objects.chunks(CONCURRENT_READS) {
+            let judged = chunk
+                .iter()
+                .map(|&(_, manifest)| judge(ctx, manifest, payload_version));
+            verdicts.extend(futures::future::join_all(judged).await);
+        }
+        for ((component, manifest), verdict) in objects.iter().zip(verdicts) {
+            let verdict = verdict.map_err(|e| format!("{}: {e}", describe(manifest)))?;
+            let (message, failed) = match verdict {
+                Health::Ready => continue,
+                Health::Waiting(reason) => (reason.to_string(), false),
+                Health::Failed(message) => (message, true),
+            };
+            return Ok(Some(Waiting {
+                object: describe(manifest),
+                component: component.to_string(),
+                message,
+                failed,
+            }));
         }
     }
     Ok(None)
 }
+
+/// How many objects of a level are read at once when judging its health.
+const CONCURRENT_READS: usize = 8;
 
 /// The health of one applied manifest's object; a windlass Subscription is judged with the
 /// Blueprint it owns.

@@ -34,14 +34,18 @@
 //!   (OpenShift ClusterOperators), unless `acceptRisks` names it or `force` is set; either is
 //!   recorded in history. A patch update is never blocked by it.
 //!
-//! - With `spec.upstream` and `spec.channel`, the update service's graph is fetched (every 5
-//!   minutes) and `status.availableUpdates` and `status.conditionalUpdates` say where the cluster
-//!   may go; `desiredUpdate.version` alone names a release through it ([`updates`]).
+//! - With `spec.upstream` and `spec.channel`, the update service's graph is fetched (every
+//!   `spec.updateCheckIntervalSeconds`, 5 minutes by default) and `status.availableUpdates` and
+//!   `status.conditionalUpdates` say where the cluster may go; `desiredUpdate.version` alone
+//!   names a release through it ([`updates`]). On every poll the `PromQL` risks of conditional
+//!   updates are evaluated against `spec.prometheus` ([`promql`]); a risk that could not be
+//!   evaluated leaves its update not recommended, saying why.
 
 pub mod drift;
 mod levels;
 mod payloads;
 mod preconditions;
+pub mod promql;
 mod record;
 pub mod rollback;
 mod store;
@@ -61,7 +65,7 @@ use windlass_bundle::FileTree;
 use windlass_kit::{
     Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, TrustGate, runner,
 };
-use windlass_release::{Payload, Plan, graph::Graph};
+use windlass_release::{Payload, Plan};
 use windlass_revisions::SealKey;
 
 pub use update::reconcile;
@@ -121,8 +125,10 @@ pub struct Context {
     pub trust: Arc<TrustGate>,
     /// Asks update services.
     pub http: reqwest::Client,
-    /// Update graphs by (upstream, channel, version), with when they were fetched.
-    pub graphs: Mutex<HashMap<GraphKey, (std::time::Instant, Arc<Graph>)>>,
+    /// Update graphs and the answers to their risks' queries, by what was asked.
+    pub graphs: Mutex<HashMap<updates::GraphKey, updates::Retrieved>>,
+    /// Wakes the reconcile when the update service is due to be asked again.
+    pub update_checks: updates::CheckTimer,
     /// Watches the applied payload's objects and wakes the reconcile when one drifts.
     pub drift: drift::DriftWatch,
 }
@@ -133,9 +139,6 @@ impl Context {
         Api::namespaced(self.shell.client.clone(), &self.namespace)
     }
 }
-
-/// An update graph's upstream, channel and the version it was asked about.
-pub type GraphKey = (String, String, String);
 
 /// Who applies a release: `system:serviceaccount:<namespace>:<name>`.
 pub struct Options {
@@ -186,6 +189,7 @@ pub async fn run(
             .build()
             .map_err(|e| Error::Http(e.to_string()))?,
         graphs: Mutex::default(),
+        update_checks: updates::CheckTimer::new(drift.waker()),
         drift,
     });
     let versions = Api::<ClusterVersion>::all(client);

@@ -56,50 +56,46 @@ fn is_not_served(error: &kube::Error) -> bool {
     }
 }
 
-/// The preconditions of an update to `target`, judged.
-pub struct Judged {
-    /// The `Upgradeable` condition: status, reason, message.
-    pub upgradeable: (bool, &'static str, String),
-    /// What `acceptRisks` or `force` let through, for history (empty when nothing).
-    pub accepted: String,
-}
-
-/// Judges the update from `current` (`None`: the first release, nothing to judge) to `target`;
-/// an `Err` is the refusal's message (what blocks it and how to let it through).
-pub async fn judge(
-    ctx: &Context,
-    current: Option<&Version>,
-    target: &Version,
-    desired: &DesiredUpdate,
-) -> Result<Judged, String> {
-    let blocking = not_upgradeable(ctx).await?;
+/// The `Upgradeable` condition for what `blocking` lists: status, reason, message.
+pub fn upgradeable(blocking: &[NotUpgradeable]) -> (bool, &'static str, String) {
+    if blocking.is_empty() {
+        return (
+            true,
+            reasons::AS_EXPECTED,
+            "no component reports Upgradeable=False".into(),
+        );
+    }
     let listed: Vec<String> = blocking
         .iter()
         .map(|n| format!("{} ({}: {})", n.component, n.reason, n.message))
         .collect();
-    let upgradeable = if listed.is_empty() {
-        (true, reasons::AS_EXPECTED, String::new())
-    } else {
-        (
-            false,
-            reasons::NOT_UPGRADEABLE,
-            format!(
-                "not upgradeable, which blocks minor and major updates: {}",
-                listed.join("; ")
-            ),
-        )
-    };
+    (
+        false,
+        reasons::NOT_UPGRADEABLE,
+        format!(
+            "not upgradeable, which blocks minor and major updates: {}",
+            listed.join("; ")
+        ),
+    )
+}
+
+/// Judges the update from `current` (`None`: the first release, nothing to judge) to `target`
+/// with `blocking` not upgradeable: what `acceptRisks` or `force` let through, for history
+/// (empty when nothing), or the refusal's message (what blocks it and how to let it through).
+pub fn judge(
+    blocking: &[NotUpgradeable],
+    current: Option<&Version>,
+    target: &Version,
+    desired: &DesiredUpdate,
+) -> Result<String, String> {
     let Some(current) = current else {
-        return Ok(Judged {
-            upgradeable,
-            accepted: String::new(),
-        });
+        return Ok(String::new());
     };
     let overrides = Overrides {
         force: desired.force,
         accept_risks: desired.accept_risks.iter().cloned().collect(),
     };
-    let judged = check_update(current, target, &blocking, &overrides);
+    let judged = check_update(current, target, blocking, &overrides);
     if !judged.allowed() {
         let names: Vec<&str> = judged.blocking().map(|r| r.name.as_str()).collect();
         return Err(format!(
@@ -108,8 +104,53 @@ pub async fn judge(
             names.join(", ")
         ));
     }
-    Ok(Judged {
-        upgradeable,
-        accepted: judged.accepted_risks(),
-    })
+    Ok(judged.accepted_risks())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dns() -> NotUpgradeable {
+        NotUpgradeable {
+            component: "dns".into(),
+            reason: "AdminAckRequired".into(),
+            message: "check the DNS settings".into(),
+        }
+    }
+
+    #[test]
+    fn a_blocking_component_stops_a_minor_update_but_not_a_patch_until_accepted() {
+        let v = |s: &str| Version::parse(s).unwrap();
+        let desired = DesiredUpdate::default();
+        let (ok, _, message) = upgradeable(&[dns()]);
+        assert!(!ok);
+        assert!(
+            message.contains("dns (AdminAckRequired: check the DNS settings)"),
+            "{message}"
+        );
+        assert!(upgradeable(&[]).0);
+        assert_eq!(
+            judge(&[dns()], Some(&v("4.1.0")), &v("4.1.1"), &desired),
+            Ok(String::new())
+        );
+        let refusal = judge(&[dns()], Some(&v("4.1.0")), &v("4.2.0"), &desired).unwrap_err();
+        assert!(
+            refusal.contains("ClusterOperatorUpgradeable-dns"),
+            "{refusal}"
+        );
+        let accepted = DesiredUpdate {
+            accept_risks: vec!["ClusterOperatorUpgradeable-dns".into()],
+            ..DesiredUpdate::default()
+        };
+        let let_through = judge(&[dns()], Some(&v("4.1.0")), &v("4.2.0"), &accepted).unwrap();
+        assert!(
+            let_through.contains("ClusterOperatorUpgradeable-dns"),
+            "{let_through}"
+        );
+        assert_eq!(
+            judge(&[dns()], None, &v("4.2.0"), &desired),
+            Ok(String::new())
+        );
+    }
 }

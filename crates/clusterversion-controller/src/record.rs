@@ -12,10 +12,9 @@ use windlass_api::{
 use windlass_kit::status;
 use windlass_release::RunLevel;
 
-use crate::{Context, Error, Loaded, levels};
+use crate::{Context, Error, Loaded, levels, rollback};
 
-/// The CVO keeps at most this many history entries.
-const MAX_HISTORY: usize = 100;
+use windlass_release::history::{self, MAX_HISTORY};
 
 /// How an update was accepted, for its status and history.
 pub struct Started<'a> {
@@ -27,14 +26,15 @@ pub struct Started<'a> {
 }
 
 /// Records a new update to `loaded`: the desired release, every level Pending, and a Partial
-/// history entry on top.
+/// history entry on top, the history pruned as the CVO prunes it. Returns the images of the
+/// entries pruning removed.
 pub fn start_update(
     status: &mut ClusterVersionStatus,
     loaded: &Loaded,
     levels: &[(String, &RunLevel)],
     started: &Started<'_>,
     now: Timestamp,
-) {
+) -> Vec<String> {
     let version = loaded.payload.version().to_string();
     status.desired = Some(Release {
         version: version.clone(),
@@ -69,7 +69,27 @@ pub fn start_update(
             crossed_irreversible: Vec::new(),
         },
     );
-    status.history.truncate(MAX_HISTORY);
+    prune(&mut status.history)
+}
+
+/// Prunes `history` to [`MAX_HISTORY`] entries the way the CVO does
+/// (`windlass_release::history::prune`); returns the images of the entries removed.
+pub fn prune(history: &mut Vec<UpdateHistory>) -> Vec<String> {
+    if history.len() <= MAX_HISTORY {
+        return Vec::new();
+    }
+    let kept = history::kept_after_pruning(&rollback::release_history(history), MAX_HISTORY);
+    let mut removed = Vec::new();
+    let mut index = 0;
+    history.retain(|entry| {
+        let keep = kept.contains(&index);
+        index += 1;
+        if !keep {
+            removed.push(entry.image.clone());
+        }
+        keep
+    });
+    removed
 }
 
 /// `first. second`, leaving out what is empty.
@@ -154,4 +174,44 @@ pub async fn write(
         .await
         .map(|_| ())
         .map_err(|source| Error::Status { source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: usize) -> UpdateHistory {
+        UpdateHistory {
+            state: if i % 4 == 1 {
+                UpdateState::Partial
+            } else {
+                UpdateState::Completed
+            },
+            version: format!("4.{}.{}", 20 - i / 10, 9 - i % 10),
+            image: format!("r@sha256:{i}"),
+            verified: true,
+            started_time: Time(Timestamp::from_second(2_000_000_000 - i as i64).unwrap()),
+            completion_time: None,
+            accepted_risks: String::new(),
+            crossed_irreversible: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn history_is_pruned_as_the_cvo_prunes_it_and_says_which_payloads_left() {
+        let mut history: Vec<UpdateHistory> = (0..=MAX_HISTORY).map(entry).collect();
+        let newest = history[0].clone();
+        let initial = history[MAX_HISTORY].clone();
+        let removed = prune(&mut history);
+        assert_eq!(history.len(), MAX_HISTORY);
+        assert_eq!(removed.len(), 1);
+        assert_eq!(history[0], newest);
+        assert_eq!(history.last(), Some(&initial), "the initial entry stays");
+        assert!(!history.iter().any(|h| h.image == removed[0]));
+        // Not the oldest entry but the least interesting one (a partial z-stream update).
+        assert_ne!(removed[0], initial.image);
+        let mut short: Vec<UpdateHistory> = (0..5).map(entry).collect();
+        assert!(prune(&mut short).is_empty());
+        assert_eq!(short.len(), 5);
+    }
 }

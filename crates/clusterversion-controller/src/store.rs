@@ -90,6 +90,16 @@ pub async fn keep(
     .map_err(|e| e.to_string())
 }
 
+/// Deletes the stored payload of `image` (a release pruned from history); gone already is fine.
+pub async fn forget(api: &Api<Secret>, image: &str) -> Result<(), String> {
+    let name = release_secret::name(digest_of(image));
+    match api.delete(&name, &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(e) => Err(format!("deleting stored payload Secret {name}: {e}")),
+    }
+}
+
 /// The stored files of payload `image`: `Ok(None)` when none is stored, `Err` when the stored
 /// one does not check (edited, or not written by this windlass) or cannot be read.
 pub async fn stored(

@@ -3,7 +3,10 @@
 
 use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
-use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::{SignedDuration, Timestamp},
+};
 use kube::{Resource, runtime::controller::Action};
 use windlass_api::{
     ClusterVersion, Condition, ConditionStatus,
@@ -15,7 +18,10 @@ use windlass_kit::Notice;
 use windlass_release::{
     RunLevel,
     policy::{RollbackKind, RollbackRefusal, check_rollback},
-    progress::level_key,
+    progress::{
+        estimate_levels, keep_durations, kept_timings, level_key, remaining_seconds,
+        remaining_words,
+    },
 };
 
 use crate::{
@@ -100,6 +106,12 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 "spec.upstream and spec.channel name no update service".into(),
             );
         }
+    }
+    // Whether a minor update could start now, kept current whether or not one is asked for.
+    let blocking = preconditions::not_upgradeable(&ctx).await;
+    if let Ok(blocking) = &blocking {
+        let (ok, reason, message) = preconditions::upgradeable(blocking);
+        set(&mut conditions, types::UPGRADEABLE, ok, reason, message);
     }
     let Some(desired) = version.spec.desired_update.clone() else {
         return report
@@ -287,13 +299,16 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             .history
             .first()
             .and_then(|h| semver::Version::parse(&h.version).ok());
-        match preconditions::judge(&ctx, current.as_ref(), loaded.payload.version(), &desired).await
-        {
-            Ok(judged) => {
-                let (ok, reason, message) = judged.upgradeable;
-                set(&mut conditions, types::UPGRADEABLE, ok, reason, message);
-                overridden = joined(overridden, judged.accepted);
-            }
+        let judged = blocking.and_then(|blocking| {
+            preconditions::judge(
+                &blocking,
+                current.as_ref(),
+                loaded.payload.version(),
+                &desired,
+            )
+        });
+        match judged {
+            Ok(accepted) => overridden = joined(overridden, accepted),
             Err(message) => {
                 return report
                     .refuse_for_now(status, conditions, reasons::PRECONDITIONS_FAILED, message)
@@ -364,7 +379,15 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             verified_by: &verified_by,
             overridden: &overridden,
         };
-        start_update(&mut status, &loaded, &levels, &started, now);
+        let pruned = start_update(&mut status, &loaded, &levels, &started, now);
+        // A release no longer in history cannot be rolled back to: its stored payload goes too.
+        for image in pruned {
+            let still_listed = status.history.iter().any(|h| h.image == image)
+                || status.desired.as_ref().is_some_and(|d| d.image == image);
+            if !still_listed && let Err(why) = store::forget(&ctx.secrets(), &image).await {
+                tracing::warn!(%image, %why, "the stored payload of a pruned release stays");
+            }
+        }
         ctx.shell
             .events
             .publish(
@@ -387,6 +410,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         .unwrap_or(DEFAULT_LEVEL_DEADLINE);
     let total = levels.len();
     let unmanaged = levels::unmanaged(&version);
+    let estimates = estimate_levels(&loaded.plan, &[kept_timings(&status.level_durations)]);
     for (index, (name, level)) in levels.iter().enumerate() {
         let record = &mut status.levels[index];
         if record.state == LevelState::Done && !completed {
@@ -431,12 +455,19 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                     LevelState::Progressing
                 };
                 record.message = waiting.message.clone();
-                let what = format!(
+                let mut what = format!(
                     "level {name} ({} of {total}): waiting for {} {} for {waited} s",
                     index + 1,
                     waiting.object,
                     waiting.message
                 );
+                // Restoring drift is not an update: there is nothing to estimate.
+                let remaining = (!completed)
+                    .then(|| remaining_seconds(&estimates, index, waited as f64))
+                    .flatten();
+                if !completed {
+                    what = format!("{what}; {}", remaining_words(remaining));
+                }
                 status.progress = Some(UpdateProgress {
                     level: name.clone(),
                     position: index as i64 + 1,
@@ -444,6 +475,8 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                     component: waiting.component.clone(),
                     waiting_for: format!("{} {}", waiting.object, waiting.message),
                     since: Some(Time(started)),
+                    estimated_completion_time: remaining
+                        .map(|r| Time(now + SignedDuration::from_secs(r.round() as i64))),
                 });
                 let verb = if completed {
                     "Restoring"
@@ -527,6 +560,11 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                 }
                 status.conditions = conditions;
                 write(&ctx, &version, &before, &status).await?;
+                // Woken by the level's objects changing; the poll is the safety net.
+                ctx.drift
+                    .follow(&ctx.applier, &loaded.plan.managed_kinds(&unmanaged))
+                    .await;
+                ctx.drift.wake_on_any_change(true);
                 return Ok(Action::requeue(WAIT));
             }
             Err(message) => {
@@ -561,6 +599,17 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     {
         entry.state = UpdateState::Completed;
         entry.completion_time = Some(Time(now));
+        let finished: Vec<(String, usize, i64)> = status
+            .levels
+            .iter()
+            .filter_map(|level| {
+                let started = level.started_time.as_ref()?.0;
+                let done = level.completion_time.as_ref()?.0;
+                let seconds = done.as_second() - started.as_second();
+                Some((level.name.clone(), level.manifests.max(0) as usize, seconds))
+            })
+            .collect();
+        keep_durations(&mut status.level_durations, &finished);
         ctx.shell
             .events
             .publish(
@@ -595,6 +644,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     );
     status.conditions = conditions;
     write(&ctx, &version, &before, &status).await?;
+    ctx.drift.wake_on_any_change(false);
     ctx.drift
         .follow(&ctx.applier, &loaded.plan.managed_kinds(&unmanaged))
         .await;

@@ -21,6 +21,8 @@ pub struct InstallContext<'a> {
     /// Empty means all namespaces.
     pub target_namespaces: &'a [String],
     pub config: &'a OperatorConfig,
+    /// Images the Deployments run from a mirror instead of where the bundle names them.
+    pub image_rewrites: &'a [windlass_mirror::Rewrite],
 }
 
 /// One object to apply. `owned` objects live in the CSV's namespace and are garbage-collected
@@ -210,6 +212,9 @@ fn deployments(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
         .iter()
         .map(|deployment| {
             let mut spec = deployment.spec.clone();
+            // The bundle's own images only: what a Subscription's config adds is left as it
+            // is written.
+            windlass_mirror::pod::rewrite_pod(&mut spec["template"]["spec"], ctx.image_rewrites);
             let template = &mut spec["template"];
             let annotations = &mut template["metadata"]["annotations"];
             if !annotations.is_object() {

@@ -35,6 +35,7 @@ fn ctx<'a>(
         definition: csv,
         target_namespaces: targets,
         config,
+        image_rewrites: &[],
     }
 }
 
@@ -173,4 +174,38 @@ fn operator_config_merges_env_by_name_and_replaces_scheduling() {
         deployment["spec"]["template"]["metadata"]["annotations"]["example.com/team"],
         "db"
     );
+}
+
+#[test]
+fn deployments_run_the_mirrored_images_and_config_added_images_stay_as_written() {
+    let csv = csv();
+    let targets = vec!["ops".to_string()];
+    let config = OperatorConfig {
+        env: vec![k8s_openapi::api::core::v1::EnvVar {
+            name: "RELATED_IMAGE_EXTRA".into(),
+            value: Some("registry.k8s.io/pause:3.10".into()),
+            ..Default::default()
+        }],
+        ..OperatorConfig::default()
+    };
+    let rewrites = [windlass_mirror::Rewrite {
+        image: "registry.k8s.io/pause:3.10".into(),
+        mirror: "registry.site/k8s/pause:3.10".into(),
+        mirror_set: "site".into(),
+    }];
+    let context = InstallContext {
+        image_rewrites: &rewrites,
+        ..ctx(&csv, &targets, &config)
+    };
+    let objects = build(&context);
+    let deployment = objects.iter().find(|o| o.kind() == "Deployment").unwrap();
+    let container = &deployment.object["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "registry.site/k8s/pause:3.10");
+    let extra = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "RELATED_IMAGE_EXTRA")
+        .unwrap();
+    assert_eq!(extra["value"], "registry.k8s.io/pause:3.10");
 }

@@ -236,6 +236,13 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     // Build and apply, then observe health.
     let mut external = Vec::new();
     if let (true, Ok(def)) = (phase::should_apply(&inputs), &definition) {
+        let image_rewrites: Vec<windlass_mirror::Rewrite> = csv
+            .spec
+            .image_rewrites
+            .iter()
+            .cloned()
+            .map(Into::into)
+            .collect();
         let ctx_install = InstallContext {
             csv_name: &name,
             namespace: &namespace,
@@ -243,6 +250,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             definition: def,
             target_namespaces: &csv.spec.target_namespaces,
             config: &csv.spec.config,
+            image_rewrites: &image_rewrites,
         };
         match build_all(client, &ctx_install, now).await {
             Ok((objects, conversions)) => {

@@ -16,6 +16,7 @@
 //! - [`runner`]: the reconcile span, timing and metrics ([`Metrics`]), the error policy and
 //!   the finalizer wrapper;
 //! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`);
+//! - [`mirrors`]: the cluster's ImageMirrorSets as one set of rules, kept current by a watch;
 //! - [`trust`]: signature checks of images against the cluster's TrustPolicies, shared by every
 //!   controller that pulls ([`TrustGate`]).
 
@@ -23,6 +24,7 @@ pub mod apply;
 pub mod compare;
 pub mod events;
 pub mod identity;
+pub mod mirrors;
 pub mod runner;
 pub mod scope;
 pub mod seal_key;

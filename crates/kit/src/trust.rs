@@ -73,6 +73,18 @@ impl TrustGate {
         artifact: &Artifact,
         registry: &RegistryOptions,
     ) -> Result<Verdict, String> {
+        self.verify_mirrored(artifact, None, registry).await
+    }
+
+    /// [`TrustGate::verify`] of an artifact pulled from `mirror` (an ImageMirrorSet sent it
+    /// there): the rules of the artifact's own repository apply, its signatures are looked
+    /// for in the mirror, reached as `registry` says.
+    pub async fn verify_mirrored(
+        &self,
+        artifact: &Artifact,
+        mirror: Option<&str>,
+        registry: &RegistryOptions,
+    ) -> Result<Verdict, String> {
         let policies = Api::<TrustPolicy>::all(self.client.clone())
             .list(&ListParams::default())
             .await
@@ -100,7 +112,7 @@ impl TrustGate {
             .collect();
         let keys = self.key_material(&policies, &needed).await;
         self.verifier(registry)
-            .verify(artifact, &merged, &keys)
+            .verify_mirrored(artifact, mirror, &merged, &keys)
             .await
             .map_err(|e| format!("verifying {}: {e}", artifact.reference))
     }

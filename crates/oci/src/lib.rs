@@ -7,6 +7,7 @@
 mod auth;
 pub mod image;
 pub mod registry;
+mod transfer;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -89,6 +90,12 @@ pub enum OciError {
     Registry { reference: String, message: String },
     #[error(transparent)]
     Bundle(#[from] Box<windlass_bundle::BundleError>),
+    #[error("{reference}: no mirror could serve it: {}", attempts.join("; "))]
+    Mirrors {
+        reference: String,
+        /// One line per place tried: where, and what went wrong.
+        attempts: Vec<String>,
+    },
 }
 
 /// A pulled bundle image.
@@ -132,8 +139,15 @@ fn system_roots() -> &'static [Certificate] {
 }
 
 fn client(options: &RegistryOptions) -> Client {
+    client_with(options, false)
+}
+
+/// A client; `monolithic` makes blob uploads one request each (a streamed body of known
+/// length) instead of a series of chunks.
+fn client_with(options: &RegistryOptions, monolithic: bool) -> Client {
     ensure_crypto_provider();
     Client::new(ClientConfig {
+        use_monolithic_push: monolithic,
         // Empty when the system has no roots: the client then keeps its own lookup, which
         // finds none either and reports that on the first TLS connection.
         tls_certs_only: system_roots().to_vec(),

@@ -68,8 +68,8 @@ impl From<ImageIndexEntry> for Referrer {
 /// A client for one registry's lower-level calls. Cheap to clone (the pool is shared).
 #[derive(Clone)]
 pub struct RegistryClient {
-    client: Client,
-    auth: RegistryAuth,
+    pub(crate) client: Client,
+    pub(crate) auth: RegistryAuth,
 }
 
 impl std::fmt::Debug for RegistryClient {
@@ -79,11 +79,11 @@ impl std::fmt::Debug for RegistryClient {
 }
 
 /// `registry/repository@digest`, the form the referrers and blob calls need.
-fn by_digest(repository: &str, digest: &str) -> Result<Reference, OciError> {
+pub(crate) fn by_digest(repository: &str, digest: &str) -> Result<Reference, OciError> {
     parse_reference(&format!("{repository}@{digest}"))
 }
 
-fn by_tag(repository: &str, tag: &str) -> Result<Reference, OciError> {
+pub(crate) fn by_tag(repository: &str, tag: &str) -> Result<Reference, OciError> {
     parse_reference(&format!("{repository}:{tag}"))
 }
 
@@ -99,7 +99,7 @@ impl RegistryClient {
         }
     }
 
-    async fn store_auth(&self, reference: &Reference) {
+    pub(crate) async fn store_auth(&self, reference: &Reference) {
         self.client
             .store_auth_if_needed(reference.resolve_registry(), &self.auth)
             .await;

@@ -139,6 +139,20 @@ const INDEX_WEIGHT: f64 = -1.01;
 /// inside a minor transition are worth more than partial updates inside a z-stream; newer
 /// entries win ties.
 pub fn prune(history: &mut Vec<HistoryEntry>, max: usize) {
+    let kept = kept_after_pruning(history, max);
+    let mut index = 0;
+    history.retain(|_| {
+        let keep = kept.contains(&index);
+        index += 1;
+        keep
+    });
+}
+
+/// The indices (into `history`, in order) of the entries [`prune`] keeps, for callers that
+/// keep history in a type of their own.
+pub fn kept_after_pruning(history: &[HistoryEntry], max: usize) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..history.len()).collect();
+    let mut history = history.to_vec();
     while history.len() > max {
         let initial = history.len() - 1;
         let most_recent_completed = history
@@ -149,11 +163,11 @@ pub fn prune(history: &mut Vec<HistoryEntry>, max: usize) {
             let mut rank = 0.0;
             if i == initial || i <= FINAL_ENTRIES || Some(i) == most_recent_completed {
                 rank = MOST_IMPORTANT;
-            } else if first_or_last_completed_in_minor(i, history, initial) {
+            } else if first_or_last_completed_in_minor(i, &history, initial) {
                 rank += INTERESTING;
-            } else if partial_between(i, history, initial, same_minor) {
+            } else if partial_between(i, &history, initial, same_minor) {
                 rank += PARTIAL_MINOR;
-            } else if partial_between(i, history, initial, same_z_stream) {
+            } else if partial_between(i, &history, initial, same_z_stream) {
                 rank += PARTIAL_Z_STREAM;
             }
             rank += INDEX_WEIGHT * i as f64;
@@ -162,7 +176,9 @@ pub fn prune(history: &mut Vec<HistoryEntry>, max: usize) {
             }
         }
         history.remove(lowest.1);
+        indices.remove(lowest.1);
     }
+    indices
 }
 
 fn older_completed(i: usize, h: &[HistoryEntry]) -> usize {
@@ -410,6 +426,13 @@ mod tests {
         for pair in h.windows(2) {
             assert!(pair[0].started_time > pair[1].started_time, "newest first");
         }
+        // The indices kept name the same entries pruning keeps.
+        let mut longer = h.clone();
+        longer.insert(0, entry("4.13.0", P));
+        let kept = kept_after_pruning(&longer, MAX_HISTORY);
+        let chosen: Vec<HistoryEntry> = kept.iter().map(|&i| longer[i].clone()).collect();
+        prune(&mut longer, MAX_HISTORY);
+        assert_eq!(chosen, longer);
     }
 
     #[test]

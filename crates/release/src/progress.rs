@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use windlass_api::clusterversion::LevelDurations;
 
 use crate::manifest::ObjectRef;
 use crate::plan::{Plan, RunLevel};
@@ -123,6 +124,54 @@ pub fn remaining_seconds(estimates: &[LevelEstimate], current: usize, elapsed: f
     Some((now - elapsed).max(0.0) + later?)
 }
 
+/// How many durations of each level are kept to estimate the next update.
+pub const KEPT_DURATIONS: usize = 5;
+
+/// Every kept duration as a timing [`estimate_levels`] reads.
+pub fn kept_timings(kept: &[LevelDurations]) -> Vec<LevelTiming> {
+    kept.iter()
+        .flat_map(|level| {
+            level.seconds.iter().map(|seconds| LevelTiming {
+                level: level.level.clone(),
+                seconds: *seconds as f64,
+                manifests: level.manifests.max(0) as usize,
+            })
+        })
+        .collect()
+}
+
+/// Adds a completed update's level durations (`(level key, manifests, seconds)`, in apply
+/// order) to what is kept: each level keeps its last [`KEPT_DURATIONS`], and levels the update
+/// did not have keep theirs (a later release may bring them back).
+pub fn keep_durations(kept: &mut Vec<LevelDurations>, finished: &[(String, usize, i64)]) {
+    for (level, manifests, seconds) in finished {
+        let entry = match kept.iter().position(|k| &k.level == level) {
+            Some(i) => &mut kept[i],
+            None => {
+                kept.push(LevelDurations {
+                    level: level.clone(),
+                    manifests: 0,
+                    seconds: Vec::new(),
+                });
+                kept.last_mut().expect("just pushed")
+            }
+        };
+        entry.manifests = *manifests as i64;
+        entry.seconds.push((*seconds).max(0));
+        let excess = entry.seconds.len().saturating_sub(KEPT_DURATIONS);
+        entry.seconds.drain(..excess);
+    }
+}
+
+/// `about 2 min left`, `less than a minute left`, or why there is no estimate.
+pub fn remaining_words(remaining_seconds: Option<f64>) -> String {
+    match remaining_seconds.map(|s| s.round().max(0.0) as u64) {
+        Some(s) if s < 60 => "less than a minute left".into(),
+        Some(s) => format!("about {} left", format_duration(s)),
+        None => "no estimate yet (no earlier update to learn from)".into(),
+    }
+}
+
 /// What a level waits for before it is healthy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "for")]
@@ -227,11 +276,11 @@ impl fmt::Display for Progress {
             )?,
             None => f.write_str(": applying")?,
         }
-        match self.remaining_seconds {
-            Some(s) if s < 60 => f.write_str("; less than a minute left"),
-            Some(s) => write!(f, "; about {} left", format_duration(s)),
-            None => f.write_str("; no estimate yet (no earlier update to learn from)"),
-        }
+        write!(
+            f,
+            "; {}",
+            remaining_words(self.remaining_seconds.map(|s| s as f64))
+        )
     }
 }
 
@@ -321,6 +370,36 @@ mod tests {
         assert!(unknown.iter().all(|e| e.basis == EstimateBasis::Unknown));
         assert_eq!(remaining_seconds(&unknown, 0, 0.0), None);
         assert_eq!(plan().level_keys(), vec!["manifests/00", "10", "20", "30"]);
+    }
+
+    #[test]
+    fn each_level_keeps_its_last_durations_and_they_estimate_the_next_update() {
+        let mut kept = Vec::new();
+        for round in 0..7 {
+            keep_durations(
+                &mut kept,
+                &[
+                    ("manifests/00".to_string(), 1, 2),
+                    ("10".to_string(), 2, 10 + round),
+                ],
+            );
+        }
+        keep_durations(&mut kept, &[("20".to_string(), 4, 40)]);
+        assert_eq!(kept.len(), 3);
+        assert_eq!(kept[1].seconds, vec![12, 13, 14, 15, 16]);
+        assert_eq!(kept[2].seconds, vec![40]);
+        let estimates = estimate_levels(&plan(), &[kept_timings(&kept)]);
+        let expected: Vec<Option<f64>> = estimates.iter().map(|e| e.expected_seconds).collect();
+        // Level 30 was never seen: the rate per manifest of every kept duration (10 + 70 + 40
+        // seconds over 5 + 10 + 4 manifests) times its 3 manifests.
+        let rate = (10.0 + 70.0 + 40.0) / 19.0;
+        assert_eq!(
+            expected,
+            vec![Some(2.0), Some(14.0), Some(40.0), Some(rate * 3.0)]
+        );
+        assert_eq!(remaining_words(Some(59.4)), "less than a minute left");
+        assert_eq!(remaining_words(Some(150.0)), "about 3 min left");
+        assert!(remaining_words(None).starts_with("no estimate yet"));
     }
 
     #[test]

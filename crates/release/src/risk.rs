@@ -189,7 +189,7 @@ pub fn evaluate_risk(risk: &Risk, results: &QueryResults) -> RiskEvaluation {
             Ok(true) => {
                 return outcome(
                     ConditionStatus::True,
-                    "Match",
+                    MATCH,
                     format!(
                         "The update is exposed to risk {}: {}",
                         risk.name, risk.message
@@ -199,7 +199,7 @@ pub fn evaluate_risk(risk: &Risk, results: &QueryResults) -> RiskEvaluation {
             Ok(false) => {
                 return outcome(
                     ConditionStatus::False,
-                    "NotMatch",
+                    NOT_MATCH,
                     format!("The cluster is not exposed to risk {}", risk.name),
                 );
             }
@@ -209,13 +209,13 @@ pub fn evaluate_risk(risk: &Risk, results: &QueryResults) -> RiskEvaluation {
     if failures.is_empty() {
         return outcome(
             ConditionStatus::False,
-            "NotMatch",
+            NOT_MATCH,
             format!("No rule of risk {} matches this cluster", risk.name),
         );
     }
     outcome(
         ConditionStatus::Unknown,
-        "EvaluationFailed",
+        FAILED,
         format!(
             "Could not evaluate exposure to update risk {} ({})\n  {} description: {}\n  {} URL: {}",
             risk.name,
@@ -235,16 +235,16 @@ pub struct Recommendation {
     pub status: ConditionStatus,
     pub reason: String,
     pub message: String,
-    /// Risks that apply but were accepted (`acceptRisks`).
+    /// Risks that apply, or could not be evaluated, and were accepted (`acceptRisks`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted: Vec<String>,
 }
 
-const NOT_EXPOSED: &str = "NotExposedToRisks";
-const ACCEPTED: &str = "AllExposedRisksAccepted";
-const FAILED: &str = "EvaluationFailed";
-const EXPOSED: &str = "ExposedToRisks";
-const MULTIPLE: &str = "MultipleReasons";
+use windlass_api::names::reasons::conditional_update::{
+    ALL_EXPOSED_RISKS_ACCEPTED as ACCEPTED, EVALUATION_FAILED as FAILED,
+    EXPOSED_TO_RISKS as EXPOSED, MATCH, MULTIPLE_REASONS as MULTIPLE,
+    NOT_EXPOSED_TO_RISKS as NOT_EXPOSED, NOT_MATCH,
+};
 
 fn merge_status(now: ConditionStatus, want: ConditionStatus) -> ConditionStatus {
     use ConditionStatus::*;
@@ -305,16 +305,19 @@ pub fn recommend(
             ),
         };
         match risk_status {
-            ConditionStatus::Unknown => {
-                status = merge_status(status, ConditionStatus::Unknown);
-                reason = merge_reason(&reason, FAILED);
-                problems.push(risk_message);
-            }
-            ConditionStatus::True if accepted_risks.contains(&risk.name) => {
+            // Accepting a risk by name accepts it whether it applies or could not be told.
+            ConditionStatus::True | ConditionStatus::Unknown
+                if accepted_risks.contains(&risk.name) =>
+            {
                 status = merge_status(status, ConditionStatus::True);
                 reason = merge_reason(&reason, ACCEPTED);
                 message = "The update is recommended, because either risk does not apply to this cluster or it is accepted by cluster admins.".into();
                 accepted.push(risk.name.clone());
+            }
+            ConditionStatus::Unknown => {
+                status = merge_status(status, ConditionStatus::Unknown);
+                reason = merge_reason(&reason, FAILED);
+                problems.push(risk_message);
             }
             ConditionStatus::True => {
                 status = merge_status(status, ConditionStatus::False);
@@ -432,34 +435,26 @@ mod tests {
             promql: None,
         };
         let table = [
-            (vec![always()], ConditionStatus::True, "Match"),
-            (vec![promql("yes")], ConditionStatus::True, "Match"),
+            (vec![always()], ConditionStatus::True, MATCH),
+            (vec![promql("yes")], ConditionStatus::True, MATCH),
             (
                 vec![promql("no"), always()],
                 ConditionStatus::False,
-                "NotMatch",
+                NOT_MATCH,
             ),
             (
                 vec![promql("down"), promql("no")],
                 ConditionStatus::False,
-                "NotMatch",
+                NOT_MATCH,
             ),
             (
                 vec![unknown.clone(), promql("yes")],
                 ConditionStatus::True,
-                "Match",
+                MATCH,
             ),
-            (
-                vec![promql("down")],
-                ConditionStatus::Unknown,
-                "EvaluationFailed",
-            ),
-            (
-                vec![promql("never-run")],
-                ConditionStatus::Unknown,
-                "EvaluationFailed",
-            ),
-            (vec![unknown], ConditionStatus::False, "NotMatch"),
+            (vec![promql("down")], ConditionStatus::Unknown, FAILED),
+            (vec![promql("never-run")], ConditionStatus::Unknown, FAILED),
+            (vec![unknown], ConditionStatus::False, NOT_MATCH),
         ];
         for (rules, status, reason) in table {
             let evaluation = evaluate_risk(&risk("R", rules.clone()), &results);
@@ -510,6 +505,7 @@ mod tests {
         .into();
         let none = BTreeSet::new();
         let accepted: BTreeSet<String> = ["Applies".to_string()].into();
+        let broken_accepted: BTreeSet<String> = ["Broken".to_string()].into();
         let table: Vec<(Vec<&str>, &BTreeSet<String>, ConditionStatus, &str)> = vec![
             (vec![], &none, True, NOT_EXPOSED),
             (vec!["Fine"], &none, True, NOT_EXPOSED),
@@ -524,6 +520,13 @@ mod tests {
                 "AlsoApplies",
             ),
             (vec!["Broken"], &none, Unknown, FAILED),
+            (vec!["Broken"], &broken_accepted, True, ACCEPTED),
+            (
+                vec!["Broken", "Applies"],
+                &broken_accepted,
+                False,
+                "Applies",
+            ),
             (vec!["Broken", "Applies"], &none, False, MULTIPLE),
             (vec!["not a reason!"], &none, False, EXPOSED),
             (vec!["Broken", "not a reason!"], &none, False, EXPOSED),

@@ -1,6 +1,10 @@
 //! Payloads made to measure, for benchmarks and tests: `levels` run levels of platform-shaped
-//! components (namespace, RBAC, configuration, a Deployment and its Service; CRDs in the first
-//! level), about `manifests` files in all, every image pinned by digest and listed.
+//! components (namespace, RBAC, configuration, a Deployment and its Service, a StatefulSet in
+//! every second component; CRDs in the first level), about `manifests` files in all, every image
+//! pinned by digest and listed. Every workload's pod template names the release version, so
+//! moving between two versions rolls every Deployment and StatefulSet out again; `broken_level`
+//! makes one level's Deployment crash-loop (the simulation marker of the local control plane,
+//! and a command that does not exist on a real kubelet).
 
 use semver::Version;
 use windlass_bundle::files::FileTree;
@@ -26,6 +30,8 @@ pub struct SyntheticPayload {
     /// Namespaces and cluster-scoped names start with this, so two payloads can live side by side.
     pub prefix: String,
     pub image: String,
+    /// The level (0-based) whose first component's Deployment never becomes available.
+    pub broken_level: Option<usize>,
 }
 
 impl Default for SyntheticPayload {
@@ -40,6 +46,7 @@ impl Default for SyntheticPayload {
             components_per_level: 2,
             prefix: "synthetic".into(),
             image: PAUSE_IMAGE.into(),
+            broken_level: None,
         }
     }
 }
@@ -48,12 +55,13 @@ fn annotations() -> serde_json::Value {
     serde_json::json!({ format!("{PROFILE_PREFIX}{DEFAULT_PROFILE}"): "true" })
 }
 
-/// The object for slot `slot` of a component (0 namespace, 1 service account, 2 cluster role,
-/// 3 binding, 4 deployment, 5 service, later slots configuration or CRDs).
+/// The object for slot `slot` of component `index` of a level (0 namespace, 1 service account,
+/// 2 cluster role, 3 binding, 4 deployment, 5 service, 6 a StatefulSet in odd components, later
+/// slots configuration or CRDs).
 fn object(
     spec: &SyntheticPayload,
     level: usize,
-    component: &str,
+    (component, index): (&str, usize),
     slot: usize,
 ) -> (String, serde_json::Value) {
     let ns = format!("{}-{component}", spec.prefix);
@@ -87,22 +95,44 @@ fn object(
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns},
             "subjects": [{"kind": "ServiceAccount", "name": component, "namespace": ns}]}),
         ),
-        4 => (
-            "deployment".into(),
-            serde_json::json!({
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(component, true),
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": {
-                    "serviceAccountName": component,
-                    "containers": [{"name": component, "image": spec.image,
-                        "env": [{"name": "RELEASE_VERSION", "value": spec.version.to_string()}]}]}}}}),
-        ),
+        4 => {
+            let broken = spec.broken_level == Some(level) && index == 0;
+            let mut pod_labels = labels.clone();
+            let mut container = serde_json::json!({"name": component, "image": spec.image,
+                "env": [{"name": "RELEASE_VERSION", "value": spec.version.to_string()}]});
+            if broken {
+                pod_labels["windlass.dev/simulate"] = "crash-loop".into();
+                container["command"] = serde_json::json!(["/windlass-broken"]);
+            }
+            (
+                "deployment".into(),
+                serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(component, true),
+                "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": pod_labels}, "spec": {
+                        "serviceAccountName": component, "containers": [container]}}}}),
+            )
+        }
         5 => (
             "service".into(),
             serde_json::json!({
             "apiVersion": "v1", "kind": "Service", "metadata": meta(component, true),
             "spec": {"selector": labels, "ports": [{"port": 8080, "targetPort": 8080}]}}),
         ),
+        6 if index % 2 == 1 => {
+            let labels =
+                serde_json::json!({ "app.kubernetes.io/name": format!("{component}-store") });
+            (
+                "statefulset".into(),
+                serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta(&format!("{component}-store"), true),
+                "spec": {"replicas": 1, "serviceName": component, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": {
+                        "serviceAccountName": component,
+                        "containers": [{"name": "store", "image": spec.image,
+                            "env": [{"name": "RELEASE_VERSION", "value": spec.version.to_string()}]}]}}}}),
+            )
+        }
         n if level == 0 => {
             let plural = format!("{component}{n}s");
             let group = format!("{}.windlass.dev", spec.prefix);
@@ -138,7 +168,8 @@ pub fn synthetic_payload(spec: &SyntheticPayload) -> FileTree {
         let share =
             (spec.manifests * (c + 1) / components - spec.manifests * c / components).max(6);
         for slot in 0..share {
-            let (what, body) = object(spec, level, &component, slot);
+            let index = c % spec.components_per_level.max(1);
+            let (what, body) = object(spec, level, (&component, index), slot);
             let file = format!(
                 "release-manifests/0000_{:02}_{component}_{slot:02}_{what}.yaml",
                 (level + 1) * 5
@@ -191,5 +222,36 @@ mod tests {
                 .manifests()
                 .any(|m| m.object.kind == "CustomResourceDefinition")
         );
+        let kinds = |kind: &str| {
+            plan.levels
+                .iter()
+                .flat_map(|l| l.manifests())
+                .filter(|m| m.object.kind == kind)
+                .count()
+        };
+        assert_eq!((kinds("Deployment"), kinds("StatefulSet")), (20, 10));
+    }
+
+    #[test]
+    fn a_broken_level_crash_loops_one_deployment_and_nothing_else() {
+        let spec = SyntheticPayload {
+            broken_level: Some(4),
+            ..SyntheticPayload::default()
+        };
+        let tree = synthetic_payload(&spec);
+        let payload = Payload::from_tree(&tree, "synthetic", &LoadOptions::default()).unwrap();
+        let plan = payload.plan(&InclusionOptions::default());
+        let broken: Vec<(usize, String)> = plan
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| l.manifests().map(move |m| (i, m)))
+            .filter(|(_, m)| {
+                m.body["spec"]["template"]["metadata"]["labels"]["windlass.dev/simulate"]
+                    == "crash-loop"
+            })
+            .map(|(i, m)| (i, m.object.name.clone()))
+            .collect();
+        assert_eq!(broken, vec![(4, "comp04-0".to_string())]);
     }
 }

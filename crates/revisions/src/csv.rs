@@ -5,8 +5,9 @@
 //! nor widen one windlass wrote.
 //!
 //! The seal covers the fields that decide what is created and as whom (`definition`,
-//! `targetNamespaces`, `config`, `installServiceAccount`) in a canonical form, because the API server hands the object back with its keys
-//! reordered and numbers re-rendered.
+//! `targetNamespaces`, `config`, `installServiceAccount`, and `imageRewrites`, which decides
+//! the images the operator runs) in a canonical form, because the API server hands the object
+//! back with its keys reordered and numbers re-rendered.
 
 use serde_json::Value;
 
@@ -24,18 +25,26 @@ fn subject(namespace: &str, name: &str) -> Subject {
 }
 
 /// The sealed parts of `spec`, canonical: keys sorted, nulls left out, whole floats written as
-/// integers, and a missing `targetNamespaces` or `config` the same as an empty one.
-fn parts(spec: &Value) -> [Vec<u8>; 4] {
+/// integers, and a missing `targetNamespaces` or `config` the same as an empty one. Image
+/// rewrites are a part only when there are any, so CSVs sealed before they existed still check.
+fn parts(spec: &Value) -> Vec<Vec<u8>> {
     let field = |key: &str, empty: Value| match spec.get(key) {
         None | Some(Value::Null) => empty,
         Some(value) => value.clone(),
     };
-    [
+    let mut parts = vec![
         canonical(&field("definition", Value::Null)),
         canonical(&field("targetNamespaces", Value::Array(Vec::new()))),
         canonical(&field("config", Value::Object(Default::default()))),
         canonical(&field("installServiceAccount", Value::Null)),
-    ]
+    ];
+    match spec.get("imageRewrites") {
+        Some(Value::Array(rewrites)) if !rewrites.is_empty() => {
+            parts.push(canonical(&Value::Array(rewrites.clone())));
+        }
+        _ => {}
+    }
+    parts
 }
 
 fn canonical(value: &Value) -> Vec<u8> {
@@ -186,6 +195,34 @@ mod tests {
             verify_spec(&other_key, "team-a", "db.v1.1.0", &spec(), Some(&sealed)),
             Err(SealError::Mismatch)
         );
+    }
+
+    #[test]
+    fn the_images_a_csv_runs_instead_are_sealed_too() {
+        let mut mirrored = spec();
+        mirrored["imageRewrites"] = json!([{
+            "image": "quay.io/acme/db@sha256:1",
+            "mirror": "registry.site/acme/db@sha256:1",
+            "mirrorSet": "site",
+        }]);
+        let sealed = seal_spec(&key(), "team-a", "db.v1.1.0", &mirrored);
+        verify_spec(&key(), "team-a", "db.v1.1.0", &mirrored, Some(&sealed)).unwrap();
+        let mut elsewhere = mirrored.clone();
+        elsewhere["imageRewrites"][0]["mirror"] = json!("evil.example/db:latest");
+        assert_eq!(
+            verify_spec(&key(), "team-a", "db.v1.1.0", &elsewhere, Some(&sealed)),
+            Err(SealError::Mismatch)
+        );
+        assert_eq!(
+            verify_spec(&key(), "team-a", "db.v1.1.0", &spec(), Some(&sealed)),
+            Err(SealError::Mismatch),
+            "dropping the rewrites breaks the seal"
+        );
+        // No rewrites: the seal is the one CSVs had before rewrites existed.
+        let mut empty = spec();
+        empty["imageRewrites"] = json!([]);
+        let plain = seal_spec(&key(), "team-a", "db.v1.1.0", &spec());
+        verify_spec(&key(), "team-a", "db.v1.1.0", &empty, Some(&plain)).unwrap();
     }
 
     #[test]

@@ -9,7 +9,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{
     Api, ResourceExt,
     runtime::{
-        WatchStreamExt,
+        WatchStreamExt as _,
         reflector::{ObjectRef, Store, store::Writer},
         watcher,
     },
@@ -21,6 +21,7 @@ use windlass_api::{
 use windlass_catalog_store::{CatalogStore, StoreError};
 
 use crate::{
+    delisting::{self, Delisted},
     resolution::{self, InstalledPackage, Resolution, ResolutionFailure, ResolutionInput, reasons},
     state::CatalogView,
 };
@@ -36,7 +37,8 @@ pub fn served_content_changes(
 }
 
 /// Keeps the Catalog reflector filled and fires when a Catalog's phase changes (not on every
-/// poll, which only moves timestamps).
+/// poll, which only moves timestamps) or a Catalog is deleted (installs from it are then
+/// delisted).
 pub fn catalog_phase_changes(
     api: Api<Catalog>,
     writer: Writer<Catalog>,
@@ -45,45 +47,101 @@ pub fn catalog_phase_changes(
     watcher(api, watcher::Config::default())
         .default_backoff()
         .reflect(writer)
-        .touched_objects()
         .filter_map(move |event| {
-            let changed = event.ok().is_some_and(|catalog| {
-                let phase = catalog.status.as_ref().and_then(|s| s.phase);
-                phases.insert(catalog.name_any(), phase) != Some(phase)
-            });
+            let changed = match event {
+                Ok(watcher::Event::Apply(catalog) | watcher::Event::InitApply(catalog)) => {
+                    let phase = catalog.status.as_ref().and_then(|s| s.phase);
+                    phases.insert(catalog.name_any(), phase) != Some(phase)
+                }
+                Ok(watcher::Event::Delete(catalog)) => {
+                    phases.remove(&catalog.name_any());
+                    true
+                }
+                Ok(watcher::Event::Init | watcher::Event::InitDone) | Err(_) => false,
+            };
             futures::future::ready(changed.then_some(()))
         })
 }
 
 /// Resolves against what the store serves: the catalog the Subscription names, or all of them
-/// merged by priority.
+/// merged by priority, without what they delist. A Subscription that has installed nothing yet
+/// (`first_install`) and asks for a delisted package or `startingCSV` is refused, and the
+/// refusal is returned as well.
 pub fn resolve(
     store: &CatalogStore,
     spec: &SubscriptionSpec,
     installed: &[InstalledPackage],
     requesters: &[SubscriptionSpec],
-) -> Result<Resolution, ResolutionFailure> {
-    let selection = store
-        .select(spec.catalog.as_deref())
-        .map_err(|error| match error {
-            StoreError::NoCatalogs => ResolutionFailure::new(
-                reasons::NO_CATALOG,
-                "no catalog is served (create a Catalog, or enable the built-in one)",
-            ),
-            other => ResolutionFailure::new(reasons::CATALOG_NOT_SERVED, other.to_string()),
-        })?;
+    first_install: bool,
+) -> (Result<Resolution, ResolutionFailure>, Option<Delisted>) {
+    let selection = match store.select(spec.catalog.as_deref()) {
+        Ok(selection) => selection,
+        Err(error) => {
+            let failure = match error {
+                StoreError::NoCatalogs => ResolutionFailure::new(
+                    reasons::NO_CATALOG,
+                    "no catalog is served (create a Catalog, or enable the built-in one)",
+                ),
+                other => ResolutionFailure::new(reasons::CATALOG_NOT_SERVED, other.to_string()),
+            };
+            return (Err(failure), None);
+        }
+    };
+    if first_install && let Some(refusal) = delisting::refused(spec, &selection.delisted) {
+        return (Err(refusal.failure()), Some(refusal));
+    }
     let origins = selection
         .origin
         .iter()
         .map(|(package, served)| (package.clone(), served.name.clone()))
         .collect();
-    resolution::resolve(&ResolutionInput {
+    let result = resolution::resolve(&ResolutionInput {
         subscription: spec,
         catalog: &selection.catalog,
         origins: &origins,
         installed,
         requesters,
     })
+    .map_err(|failure| delisting::explain(failure, spec, &selection.delisted));
+    (result, None)
+}
+
+/// What is known of the catalog `bundle` was installed from: served (with its delisting),
+/// gone, or there but not served. Asked of the API server when the store does not serve it,
+/// so a deletion is never mistaken for a catalog that is only being read.
+pub async fn source_of(
+    store: &CatalogStore,
+    api: &Api<Catalog>,
+    bundle: &ResolvedBundle,
+) -> Result<Option<SourceState>, kube::Error> {
+    let Some(catalog) = bundle.catalog.as_deref() else {
+        return Ok(None);
+    };
+    if let Some(served) = store.get(catalog) {
+        return Ok(Some(SourceState::Served(served.listing.delisting.clone())));
+    }
+    Ok(Some(match api.get_opt(catalog).await? {
+        Some(object) if object.metadata.deletion_timestamp.is_none() => SourceState::NotServed,
+        _ => SourceState::Removed,
+    }))
+}
+
+/// [`delisting::Source`], owned.
+#[derive(Clone, Debug)]
+pub enum SourceState {
+    Served(windlass_catalog::listing::Delisting),
+    Removed,
+    NotServed,
+}
+
+impl SourceState {
+    pub fn as_source(&self) -> delisting::Source<'_> {
+        match self {
+            SourceState::Served(delisting) => delisting::Source::Served(delisting),
+            SourceState::Removed => delisting::Source::Removed,
+            SourceState::NotServed => delisting::Source::NotServed,
+        }
+    }
 }
 
 /// How long a Catalog that is neither served nor failed counts as still being read.

@@ -42,6 +42,9 @@ fn record(revision: i64, version: &str, outcome: RevisionOutcome) -> RevisionRec
         forced: false,
         restored_from: None,
         verified_by: Vec::new(),
+        image_rewrites: Vec::new(),
+        plan: None,
+        approved_plan: None,
     }
 }
 

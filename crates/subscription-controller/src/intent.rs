@@ -163,6 +163,7 @@ pub fn desired_blueprint(
             .clone()
             .filter(|namespaces| !namespaces.is_empty()),
         config: spec.config.clone(),
+        preview: spec.preview,
         progress_deadline_seconds: rollback
             .progress_deadline_seconds
             .unwrap_or(DEFAULT_PROGRESS_DEADLINE_SECONDS),

@@ -4,10 +4,12 @@
 //! The deciding logic is pure and lives in its own modules: [`resolution`] (which bundle, which
 //! dependencies), [`intent`] (the Blueprint's intent fields and who owns its target),
 //! [`dependencies`] (what the namespace runs, who needs whom, dependency Subscriptions) and
-//! [`state`] (the Subscription's status and Events). [`catalogs`] reads the served catalogs and
-//! their health; [`reconcile`] only gathers, applies and reports.
+//! [`state`] (the Subscription's status and Events) and [`delisting`] (what a delisted package,
+//! version or removed catalog means for it). [`catalogs`] reads the served catalogs and their
+//! health; [`reconcile`] only gathers, applies and reports.
 
 pub mod catalogs;
+pub mod delisting;
 pub mod dependencies;
 pub mod intent;
 pub mod reconcile;

@@ -32,7 +32,7 @@ use windlass_catalog_store::CatalogStore;
 use windlass_kit::{Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner, status};
 
 use crate::{
-    catalogs,
+    catalogs, delisting,
     dependencies::{self, DependencyChange},
     intent::{self, Target},
     resolution::{Resolution, ResolutionFailure, reasons},
@@ -190,8 +190,33 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
     // reflector that cannot list must not hold every reconcile, hence the bound.
     let _ = tokio::time::timeout(RETRY, ctx.catalogs.wait_until_ready()).await;
 
-    let mut resolution = catalogs::resolve(&ctx.store, &sub.spec, &installed, &requester_specs);
-    if let Err(failure) = &resolution
+    // What is installed and no longer offered keeps its target: nothing is resolved for it.
+    let target_bundle = live.as_ref().and_then(|b| b.spec.bundle.clone());
+    let delisted_install = match &target_bundle {
+        Some(bundle) => {
+            let catalogs_api = Api::<Catalog>::all(ctx.shell.client.clone());
+            catalogs::source_of(&ctx.store, &catalogs_api, bundle)
+                .await
+                .map_err(|source| Error::Read {
+                    what: format!("Catalog {}", bundle.catalog.as_deref().unwrap_or_default()),
+                    source,
+                })?
+                .and_then(|state| delisting::installed(&sub.spec, bundle, state.as_source()))
+        }
+        None => None,
+    };
+    let (mut resolution, delisted) = match delisted_install {
+        Some(delisted) => (Err(delisted.failure()), Some(delisted)),
+        None => catalogs::resolve(
+            &ctx.store,
+            &sub.spec,
+            &installed,
+            &requester_specs,
+            target_bundle.is_none(),
+        ),
+    };
+    if delisted.is_none()
+        && let Err(failure) = &resolution
         && failure.may_be_catalogs_loading()
         && catalogs::still_loading(
             &ctx.store,
@@ -225,13 +250,22 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
         None => None,
     };
 
-    let unhealthy = state::catalog_problems(&catalogs::views(
+    let mut views = catalogs::views(
         &ctx.store,
         &ctx.catalogs,
         &sub.spec,
         &resolution,
         blueprint.as_ref(),
-    ));
+    );
+    // A removed catalog is the Delisted condition's news, not an unhealthy source.
+    if delisted
+        .as_ref()
+        .is_some_and(|d| d.reason == windlass_api::names::reasons::delisting::CATALOG_REMOVED)
+    {
+        let removed = target_bundle.as_ref().and_then(|b| b.catalog.as_deref());
+        views.retain(|v| Some(v.name.as_str()) != removed);
+    }
+    let unhealthy = state::catalog_problems(&views);
     let old = sub.status.clone().unwrap_or_default();
     let new = state::next_status(
         &old,
@@ -243,6 +277,7 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
             unhealthy_catalogs: &unhealthy,
             required_by: &required_by,
             dependency_problems: dependency_problems.as_deref(),
+            delisted: delisted.as_ref(),
         },
         Timestamp::now(),
     );

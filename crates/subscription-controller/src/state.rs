@@ -12,8 +12,12 @@ use windlass_api::{
 };
 
 use crate::{
+    delisting::Delisted,
     intent::Pin,
     resolution::{Resolution, ResolutionFailure, summary},
+};
+use windlass_api::names::reasons::{
+    delisting as delisting_reasons, resolution as resolution_reasons,
 };
 
 pub use windlass_api::names::conditions::subscription as conditions;
@@ -30,6 +34,8 @@ pub struct Observation<'a> {
     pub required_by: &'a [String],
     /// `None` when the target needs nothing; otherwise the problems found (empty when fine).
     pub dependency_problems: Option<&'a [String]>,
+    /// What the Subscription installs, or asks for, and is no longer offered.
+    pub delisted: Option<&'a Delisted>,
 }
 
 /// The status to write: `old` with every field recomputed. Conditions keep their transition
@@ -105,6 +111,23 @@ pub fn next_status(
             "CatalogUnhealthy",
             seen.unhealthy_catalogs.join("; "),
         );
+    }
+    // Present once it has been true, so the way back is visible too.
+    let was_delisted = find(&old.conditions, conditions::DELISTED).is_some();
+    match seen.delisted {
+        Some(delisted) => merge(
+            conditions::DELISTED,
+            ConditionStatus::True,
+            delisted.reason,
+            delisted.message.clone(),
+        ),
+        None if was_delisted => merge(
+            conditions::DELISTED,
+            ConditionStatus::False,
+            delisting_reasons::LISTED,
+            "what this Subscription installs is offered again; upgrades resume".into(),
+        ),
+        None => {}
     }
     let (installed, reason, message) = installed_condition(blueprint);
     merge(conditions::INSTALLED, installed, reason, message);
@@ -332,7 +355,19 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
             message: installed,
         });
     }
-    if let Some(c) = flipped(conditions::RESOLUTION_SUCCEEDED) {
+    if let Some(c) = flipped(conditions::DELISTED) {
+        let delisted = c.status == ConditionStatus::True;
+        out.push(Notice {
+            warning: delisted,
+            reason: if delisted { "Delisted" } else { "Relisted" }.into(),
+            action: "Reconcile".into(),
+            message: c.message,
+        });
+    }
+    // A delisting is told once, by its own Event above.
+    if let Some(c) = flipped(conditions::RESOLUTION_SUCCEEDED)
+        .filter(|c| c.reason != resolution_reasons::DELISTED)
+    {
         let failed = c.status == ConditionStatus::False;
         out.push(Notice {
             warning: failed,

@@ -18,6 +18,9 @@ fn record(csv: &str, outcome: RevisionOutcome, reason: &str) -> RevisionRecord {
         forced: false,
         restored_from: None,
         verified_by: Vec::new(),
+        image_rewrites: Vec::new(),
+        plan: None,
+        approved_plan: None,
     }
 }
 
@@ -202,6 +205,7 @@ fn observe<'a>(
         unhealthy_catalogs: &[],
         required_by: &[],
         dependency_problems: None,
+        delisted: None,
     }
 }
 
@@ -485,4 +489,75 @@ fn catalog_trouble_is_named_per_catalog() {
             "catalog new has not been read yet",
         ]
     );
+}
+
+#[test]
+fn a_delisted_install_says_so_once_and_relisting_says_so_too() {
+    let bp = blueprint(
+        V110,
+        Some(BlueprintPhase::Succeeded),
+        vec![record(V110, RevisionOutcome::Completed, "")],
+    );
+    let listed = resolved(V110);
+    let first = next_status(
+        &SubscriptionStatus::default(),
+        &observe(Some(&bp), None, &listed),
+        at(10),
+    );
+    assert!(
+        find(&first.conditions, conditions::DELISTED).is_none(),
+        "never delisted: no condition"
+    );
+
+    let delisted = crate::delisting::Delisted {
+        reason: windlass_api::names::reasons::delisting::PACKAGE_DELISTED,
+        message:
+            "package acme-db is delisted by catalog builtin (retired); acme-db.v1.1.0 keeps running"
+                .into(),
+    };
+    let failure = Err(delisted.failure());
+    let seen = Observation {
+        delisted: Some(&delisted),
+        ..observe(Some(&bp), None, &failure)
+    };
+    let second = next_status(&first, &seen, at(20));
+    let condition_ = condition(&second, conditions::DELISTED);
+    assert_eq!(
+        (condition_.status, condition_.reason.as_str()),
+        (ConditionStatus::True, "PackageDelisted")
+    );
+    assert_eq!(
+        condition(&second, conditions::RESOLUTION_SUCCEEDED).reason,
+        "Delisted"
+    );
+    // It keeps running: still installed, at the latest it may have.
+    assert_eq!(second.state, Some(SubscriptionState::AtLatestKnown));
+    assert_eq!(
+        condition(&second, conditions::INSTALLED).status,
+        ConditionStatus::True
+    );
+    let told = notices(&first, &second);
+    assert_eq!(
+        told.iter()
+            .map(|n| (n.reason.as_str(), n.warning))
+            .collect::<Vec<_>>(),
+        [("Delisted", true)],
+        "one Event, not a resolution failure besides"
+    );
+    // Unchanged: nothing to write, nothing to tell.
+    let third = next_status(&second, &seen, at(30));
+    assert_eq!(third, second);
+    assert!(notices(&second, &third).is_empty());
+
+    let relisted = next_status(&third, &observe(Some(&bp), None, &listed), at(40));
+    let condition_ = condition(&relisted, conditions::DELISTED);
+    assert_eq!(
+        (condition_.status, condition_.reason.as_str()),
+        (ConditionStatus::False, "Listed")
+    );
+    let told: Vec<String> = notices(&third, &relisted)
+        .into_iter()
+        .map(|n| n.reason)
+        .collect();
+    assert_eq!(told, ["Relisted", "Resolved"]);
 }

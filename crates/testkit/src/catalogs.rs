@@ -45,11 +45,27 @@ pub async fn publish_with(
     path: &str,
     tweak: impl Fn(&mut Value),
 ) -> String {
+    publish_files(options, repository, package, path, tweak, &[]).await
+}
+
+/// [`publish_with`], with files added to the bundle folder first (another manifest,
+/// `metadata/dependencies.yaml`), each by its path in the folder and its bytes.
+pub async fn publish_files(
+    options: &RegistryOptions,
+    repository: &str,
+    package: &str,
+    path: &str,
+    tweak: impl Fn(&mut Value),
+    extra: &[(&str, Vec<u8>)],
+) -> String {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../bundles")
         .join(path);
     let (mut tree, source) = read_source(&folder, Limits::default())
         .unwrap_or_else(|e| panic!("reading {}: {e}", folder.display()));
+    for (file, bytes) in extra {
+        tree.files.insert((*file).to_string(), bytes.clone());
+    }
     let original = from_files(&tree, &source).unwrap();
     for manifest in &original.manifests {
         let mut object = manifest.object.clone();

@@ -9,9 +9,12 @@
 mod tools;
 pub use tools::{cosign_binary, registry_requests, windlass_binary};
 pub mod catalogs;
+pub mod images;
 pub mod lifecycle;
 pub mod manager;
 pub mod mock_api;
+pub mod prometheus;
+pub mod registries;
 
 use std::{
     collections::BTreeMap,

@@ -93,6 +93,8 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct CacheKey {
     repository: String,
+    /// Where the signatures were looked for (the repository itself, or a mirror of it).
+    lookup: String,
     digest: String,
     class: ArtifactClass,
     fingerprint: String,
@@ -216,6 +218,18 @@ impl<S: SignatureSource> Verifier<S> {
         self.verify_at(artifact, policy, keys, Utc::now()).await
     }
 
+    /// [`Verifier::verify_mirrored_at`] now.
+    pub async fn verify_mirrored(
+        &self,
+        artifact: &Artifact,
+        mirror: Option<&str>,
+        policy: &TrustPolicy,
+        keys: &(dyn KeyResolver + Sync),
+    ) -> Result<Verdict, TrustError> {
+        self.verify_mirrored_at(artifact, mirror, policy, keys, Utc::now())
+            .await
+    }
+
     /// [`Verifier::verify`] at a given time (key windows are judged at `now`).
     pub async fn verify_at(
         &self,
@@ -224,8 +238,28 @@ impl<S: SignatureSource> Verifier<S> {
         keys: &(dyn KeyResolver + Sync),
         now: DateTime<Utc>,
     ) -> Result<Verdict, TrustError> {
+        self.verify_mirrored_at(artifact, None, policy, keys, now)
+            .await
+    }
+
+    /// Verifies `artifact`, pulled from `mirror` (a reference to a mirror of its repository)
+    /// rather than where it names: the rules that apply are those of the artifact's own
+    /// repository, and its signatures are looked for in the mirror, where a copy of the image
+    /// carries its signatures with it. `None` looks in the artifact's own repository.
+    pub async fn verify_mirrored_at(
+        &self,
+        artifact: &Artifact,
+        mirror: Option<&str>,
+        policy: &TrustPolicy,
+        keys: &(dyn KeyResolver + Sync),
+        now: DateTime<Utc>,
+    ) -> Result<Verdict, TrustError> {
         policy.validate()?;
         let repository = windlass_oci::repository_of(&artifact.reference)?;
+        let lookup = match mirror {
+            Some(mirror) => windlass_oci::repository_of(mirror)?,
+            None => repository.clone(),
+        };
         if !layout::is_sha256_digest(&artifact.digest) {
             return Err(TrustError::Artifact {
                 reference: artifact.reference.clone(),
@@ -244,6 +278,7 @@ impl<S: SignatureSource> Verifier<S> {
         let fingerprint = policy.fingerprint(&resolved.material);
         let key = CacheKey {
             repository: repository.clone(),
+            lookup: lookup.clone(),
             digest: artifact.digest.clone(),
             class: artifact.class,
             fingerprint: fingerprint.clone(),
@@ -278,7 +313,7 @@ impl<S: SignatureSource> Verifier<S> {
             return Ok(verdict);
         }
 
-        let found = discover(&self.source, &repository, &artifact.digest, self.limits).await?;
+        let found = discover(&self.source, &lookup, &artifact.digest, self.limits).await?;
         let ring: Vec<(String, &PublicKey)> = resolved
             .usable
             .iter()

@@ -536,3 +536,46 @@ fn malformed_inputs_are_reasons() {
         );
     }
 }
+
+/// An image pulled from a mirror (an ImageMirrorSet sent it there): the rules of the
+/// repository it names decide, and its signatures are read where it was pulled from.
+#[tokio::test]
+async fn a_mirrored_image_is_judged_by_its_own_rules_with_the_signatures_of_the_mirror() {
+    let named = Artifact {
+        reference: "quay.io/demo/app:v1".into(),
+        ..artifact()
+    };
+    let mirror = format!("{REPOSITORY}:v1");
+    let mut only_quay = rule(&["A", "B"], Requirement::All, None);
+    only_quay.images = vec!["quay.io/demo/**".into()];
+    let verdict = Verifier::new(Recorded::new(), Limits::default())
+        .verify_mirrored_at(
+            &named,
+            Some(&mirror),
+            &policy(&["A", "B"], only_quay),
+            &keys(),
+            now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(verdict.decision, Decision::Verified, "{verdict:#?}");
+    assert_eq!(verdict.repository, "quay.io/demo/app");
+
+    // A rule that covers only the mirror's repository does not cover the image.
+    let mut only_mirror = rule(&["A"], Requirement::All, None);
+    only_mirror.images = vec!["127.0.0.1:40363/**".into()];
+    let source = Recorded::new();
+    let verifier = Verifier::new(source, Limits::default());
+    let verdict = verifier
+        .verify_mirrored_at(
+            &named,
+            Some(&mirror),
+            &policy(&["A"], only_mirror),
+            &keys(),
+            now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(verdict.decision, Decision::NotCovered, "{verdict:#?}");
+    assert_eq!(verifier.source().requests(), 0);
+}

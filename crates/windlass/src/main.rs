@@ -26,6 +26,9 @@ enum Command {
     /// Read, lint, render and explore catalogs of bundles.
     #[command(subcommand)]
     Catalog(cmd::catalog::CatalogCommand),
+    /// Package an operator with every image it needs for an air-gapped site, and push it there.
+    #[command(subcommand)]
+    Package(cmd::package::PackageCommand),
     /// Inspect, build, publish and serve release payloads (the CVO's layout).
     #[command(subcommand)]
     Release(cmd::release::ReleaseCommand),
@@ -33,10 +36,17 @@ enum Command {
     Manager(manager::ManagerArgs),
     /// Move the platform to a release payload, or show where the update stands (`upgrade status`).
     Upgrade(cmd::upgrade::UpgradeArgs),
+    /// Serve the hub page and its read API: browse catalogs, install, approve, roll back.
+    Hub(cmd::hub::HubArgs),
     /// Roll a Subscription's operator back to the version that Succeeded before the current one.
     Rollback(cmd::lifecycle::RollbackArgs),
     /// Hand a Subscription's target back to windlass after a manual rollback.
     Resume(cmd::lifecycle::Target),
+    /// Show the plan a Subscription's pending revision brings: objects created, changed and
+    /// deleted (field by field), permissions and images that change, CRD verdicts.
+    Plan(cmd::plan::PlanArgs),
+    /// Approve exactly the plan a Subscription's revision waits with (Manual approval).
+    Approve(cmd::plan::ApproveArgs),
     /// Sign an image by digest, in a format cosign verifies.
     Sign(cmd::trust::SignArgs),
     /// Verify an image's signatures against keys or a trust policy (exit 0 verified, 1 refused, 2 error).
@@ -48,11 +58,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bundle(command) => cmd::bundle::run(command),
         Command::Catalog(command) => cmd::catalog::run(command),
+        Command::Package(command) => cmd::package::run(command),
         Command::Release(command) => cmd::release::run(command),
         Command::Manager(args) => manager::run(args),
         Command::Upgrade(args) => cmd::upgrade::run(args),
+        Command::Hub(args) => cmd::hub::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),
+        Command::Plan(args) => cmd::plan::plan(args),
+        Command::Approve(args) => cmd::plan::approve(args),
         Command::Sign(args) => cmd::trust::sign(args),
         Command::Verify(args) => cmd::trust::verify(args),
     };

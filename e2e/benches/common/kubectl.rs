@@ -16,6 +16,7 @@ pub fn install_objects(bundle: &windlass_bundle::Bundle, namespace: &str) -> Vec
         definition: &bundle.csv,
         target_namespaces: &targets,
         config: &config,
+        image_rewrites: &[],
     };
     desired::build(&ctx)
         .into_iter()

@@ -243,6 +243,7 @@ async fn registry_catalogs_are_read_and_outlive_an_unreachable_registry() {
             without_image: &[],
             source: &format!("image {dead}"),
             polled_at: k8s_openapi::jiff::Timestamp::now(),
+            delisting_problems: &[],
         },
     )
     .unwrap();

@@ -21,7 +21,7 @@ use crate::release_payloads::{serve_graph, windlass};
 use crate::signatures::Keys;
 
 /// Serves `graph` as the answer to every request, on a free port; returns its URL.
-async fn static_graph(graph: serde_json::Value) -> String {
+pub(crate) async fn static_graph(graph: serde_json::Value) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let body = graph.to_string();

@@ -1,5 +1,6 @@
 //! The manager SIGKILLed again and again while ClusterVersion updates run, at random moments:
-//! each new manager resumes from `status.levels` and every update completes once.
+//! each new manager resumes from `status.levels`, every update completes once, and no update
+//! writes any object twice (read from the API server's audit log).
 
 use std::{
     collections::BTreeMap,
@@ -14,7 +15,8 @@ use windlass_api::{
 use windlass_testkit::require_manager;
 
 use crate::cluster_versions::{
-    ONE_AT_A_TIME, completed_at, push_releases, reach, release_account, start_afresh, upgrade,
+    ONE_AT_A_TIME, audit_lines, completed_at, push_releases, reach, release_account,
+    release_writes_by_object, start_afresh, upgrade,
 };
 use crate::manager_kills::{kill_manager, restart_manager};
 
@@ -66,6 +68,8 @@ async fn updates_complete_once_through_repeated_manager_kills() {
     };
     let mut asked = vec!["4.1.0"];
     let mut target = "4.1.1";
+    // Where in the audit log each update was asked for: its writes follow, until the next.
+    let mut windows = vec![audit_lines()];
     upgrade(&digests[target], true);
     asked.push(target);
     let mut landed: BTreeMap<String, usize> = BTreeMap::new();
@@ -78,6 +82,7 @@ async fn updates_complete_once_through_repeated_manager_kills() {
         let before = versions.get(CLUSTER_VERSION_NAME).await.unwrap();
         let Some(when) = moment(&before, target) else {
             target = if target == "4.1.1" { "4.1.0" } else { "4.1.1" };
+            windows.push(audit_lines());
             upgrade(&digests[target], true);
             asked.push(target);
             continue;
@@ -119,4 +124,21 @@ async fn updates_complete_once_through_repeated_manager_kills() {
         .map(|l| l.name.as_str())
         .collect();
     assert!(not_done.is_empty(), "levels not done: {not_done:?}");
+
+    // Each update wrote each object at most once, however often its manager was killed: a
+    // resumed manager finds what it applied already equal and leaves it.
+    windows.push(audit_lines());
+    let mut writes_seen = 0;
+    for (update, window) in windows.windows(2).enumerate() {
+        let writes = release_writes_by_object(window[0], window[1]);
+        writes_seen += writes.len();
+        let repeated: Vec<_> = writes.iter().filter(|(_, count)| **count > 1).collect();
+        assert!(
+            repeated.is_empty(),
+            "update {} (to {}) wrote these objects more than once: {repeated:?}",
+            update + 1,
+            asked[update + 1]
+        );
+    }
+    assert!(writes_seen > 0, "the updates' writes are in the audit log");
 }

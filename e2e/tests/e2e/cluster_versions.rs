@@ -40,7 +40,7 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(180);
 pub(crate) static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The run-level position of each object, by (resource, namespace, name) as the audit log names it.
-type ObjectLevels = HashMap<(String, String, String), usize>;
+pub(crate) type ObjectLevels = HashMap<(String, String, String), usize>;
 
 pub(crate) fn condition_is(
     version: &ClusterVersion,
@@ -198,7 +198,7 @@ pub(crate) fn upgrade(image: &str, force: bool) {
 
 /// (resource, namespace, name) of every object in the sample release `dir`, with the position
 /// of its run level in the plan.
-fn level_of_objects(dir: &str) -> (ObjectLevels, Vec<String>) {
+pub(crate) fn level_of_objects(dir: &str) -> (ObjectLevels, Vec<String>) {
     let payload = Payload::read_dir(&releases().join(dir), &LoadOptions::default()).expect(dir);
     let plan = payload.plan(&InclusionOptions::default());
     let mut levels = HashMap::new();
@@ -228,7 +228,7 @@ fn level_of_objects(dir: &str) -> (ObjectLevels, Vec<String>) {
 
 /// The run-level positions of the release account's writes recorded after `from` audit lines,
 /// oldest first.
-fn written_levels(from: usize, account: &str, levels: &ObjectLevels) -> Vec<usize> {
+pub(crate) fn written_levels(from: usize, account: &str, levels: &ObjectLevels) -> Vec<usize> {
     let text = std::fs::read_to_string(windlass_testkit::manager::audit_log()).unwrap_or_default();
     text.lines()
         .skip(from)
@@ -266,7 +266,49 @@ fn release_writes(from: usize) -> usize {
         .count()
 }
 
-fn audit_lines() -> usize {
+/// How often the release account wrote (patch, create, delete) each object successfully, as
+/// (verb, resource, namespace, name), in the audit lines `from..to`. A write the API server did
+/// not carry out (its client killed mid-request, a timeout) does not count.
+pub(crate) fn release_writes_by_object(
+    from: usize,
+    to: usize,
+) -> HashMap<(String, String, String, String), usize> {
+    let account = format!(
+        "system:serviceaccount:{}:windlass-release",
+        windlass_testkit::manager::namespace().unwrap_or_default()
+    );
+    let mut counts = HashMap::new();
+    let text = std::fs::read_to_string(windlass_testkit::manager::audit_log()).unwrap_or_default();
+    for event in text
+        .lines()
+        .skip(from)
+        .take(to.saturating_sub(from))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && e["impersonatedUser"]["username"] == account.as_str()
+                && matches!(
+                    e["verb"].as_str(),
+                    Some("patch" | "create" | "delete" | "update")
+                )
+                && e["responseStatus"]["code"]
+                    .as_u64()
+                    .is_some_and(|code| (200..300).contains(&code))
+        })
+    {
+        let o = &event["objectRef"];
+        let key = (
+            event["verb"].as_str().unwrap_or_default().to_string(),
+            o["resource"].as_str().unwrap_or_default().to_string(),
+            o["namespace"].as_str().unwrap_or_default().to_string(),
+            o["name"].as_str().unwrap_or_default().to_string(),
+        );
+        *counts.entry(key).or_default() += 1;
+    }
+    counts
+}
+
+pub(crate) fn audit_lines() -> usize {
     std::fs::read_to_string(windlass_testkit::manager::audit_log())
         .map(|t| t.lines().count())
         .unwrap_or(0)
@@ -477,6 +519,25 @@ async fn the_cluster_moves_level_by_level_between_releases_and_stops_at_a_broken
             .arg(windlass_testkit::kubeconfig_path()),
     );
     assert!(shown.contains("In progress: level 30"), "{shown}");
+    // Two updates completed before: their level durations estimate this one.
+    assert!(
+        status.level_durations.iter().any(|l| l.level == "30"),
+        "{:?}",
+        status.level_durations
+    );
+    assert!(
+        status
+            .progress
+            .as_ref()
+            .is_some_and(|p| p.estimated_completion_time.is_some()),
+        "{:?}",
+        status.progress
+    );
+    assert!(
+        shown.contains("Started:") && shown.contains(" ago)") && shown.contains("Estimate:"),
+        "{shown}"
+    );
+    assert!(!shown.contains("no estimate yet"), "{shown}");
 
     versions
         .delete(CLUSTER_VERSION_NAME, &DeleteParams::default())

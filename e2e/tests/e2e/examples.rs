@@ -37,6 +37,7 @@ use windlass_testkit::{
     require_manager, unique_name,
 };
 
+mod mirrors;
 mod platform;
 
 const TIMEOUT: Duration = Duration::from_secs(240);
@@ -130,6 +131,7 @@ async fn check_file(client: &Client, file: &Path) {
     let mut policies = Vec::new();
     let mut trust_policies = Vec::new();
     let mut cluster_versions = Vec::new();
+    let mut mirror_sets = Vec::new();
     for (index, document) in documents(file).into_iter().enumerate() {
         let kind = (document["apiVersion"].as_str(), document["kind"].as_str());
         match kind {
@@ -140,6 +142,7 @@ async fn check_file(client: &Client, file: &Path) {
             (Some("windlass.dev/v1alpha1"), Some("ClusterVersion")) => {
                 cluster_versions.push(document)
             }
+            (Some("windlass.dev/v1alpha1"), Some("ImageMirrorSet")) => mirror_sets.push(document),
             (api_version, kind) => panic!(
                 "document {} is {}/{}, which e2e/tests/e2e/examples.rs does not know how to check; add its check there",
                 index + 1,
@@ -162,6 +165,9 @@ async fn check_file(client: &Client, file: &Path) {
     }
     for cluster_version in cluster_versions {
         platform::check_cluster_version(client, cluster_version).await;
+    }
+    for set in mirror_sets {
+        mirrors::check_image_mirror_set(client, set).await;
     }
 }
 
@@ -490,6 +496,7 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
 
     let api = Api::<Catalog>::all(client.clone());
     let mut applied = Vec::new();
+    let mut delisting = Vec::new();
     for document in documents {
         let example: Catalog = serde_json::from_value(document.clone())
             .unwrap_or_else(|e| panic!("not a Catalog windlass reads: {e}"));
@@ -497,6 +504,12 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
         let mut object = document;
         object["metadata"]["name"] = json!(name);
         object["metadata"]["labels"][TEST_NAMESPACE_LABEL] = json!("true");
+        // What the example delists, it delists of the test's package.
+        if let Some(entries) = object["spec"]["delisted"].as_array_mut() {
+            for entry in entries {
+                entry["package"] = json!(package);
+            }
+        }
         let source = &mut object["spec"]["source"];
         let expected_packages = match example.spec.source.type_ {
             CatalogSourceType::Image => {
@@ -539,6 +552,12 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
             .await
             .unwrap_or_else(|e| panic!("the API server refused Catalog {name}: {e}"));
         applied.push((name, example.spec.priority, expected_packages));
+        if !example.spec.delisted.is_empty() {
+            delisting.push((
+                applied.last().unwrap().0.clone(),
+                example.spec.delisted.clone(),
+            ));
+        }
     }
 
     for (name, _, expected_packages) in &applied {
@@ -549,6 +568,10 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
                     || status.and_then(|s| s.packages) == *expected_packages)
         })
         .await;
+    }
+
+    for (catalog, entries) in &delisting {
+        check_delisted(client, stem, catalog, &package, entries, &published).await;
     }
 
     if applied.len() > 1 {
@@ -589,6 +612,138 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
             "the package was not installed from the highest-priority catalog"
         );
     }
+}
+
+/// Given a Catalog example that delists versions of its package, its Package view shows them
+/// as delisted and the rest as listed; a Subscription starting at a delisted version is refused
+/// with `Delisted` naming the catalog and the example's reason, and one naming no version
+/// installs the newest listed version.
+async fn check_delisted(
+    client: &Client,
+    stem: &str,
+    catalog: &str,
+    package: &str,
+    entries: &[windlass_api::DelistedPackage],
+    published: &[(String, String)],
+) {
+    let entry = entries
+        .iter()
+        .find(|e| e.package == package)
+        .expect("the example delists its package");
+    assert!(
+        !entry.versions.is_empty(),
+        "the example delists versions, so a listed version is left to install"
+    );
+    let views = Api::<windlass_api::Package>::all(client.clone());
+    let view_name = windlass_api::names::package_view::name(catalog, package);
+    let view = wait_object(&views, &view_name, "the delisted versions", TIMEOUT, |p| {
+        p.status
+            .as_ref()
+            .is_some_and(|s| s.delisted_versions == entry.versions)
+    })
+    .await;
+    let status = view.status.unwrap();
+    assert!(status.listed, "only versions are delisted: {status:?}");
+    assert!(
+        status.versions.iter().all(|v| !entry.versions.contains(v)),
+        "{status:?}"
+    );
+    let delisted_csv = published
+        .iter()
+        .map(|(csv, _)| csv)
+        .find(|csv| {
+            entry
+                .versions
+                .iter()
+                .any(|v| csv.ends_with(&format!(".v{v}")))
+        })
+        .expect("a published bundle is delisted")
+        .clone();
+    let newest_listed = published
+        .iter()
+        .map(|(csv, _)| csv)
+        .filter(|csv| *csv != &delisted_csv)
+        .next_back()
+        .expect("a listed bundle")
+        .clone();
+
+    let ns = TestNamespace::create(client, &format!("example-{stem}")).await;
+    subscribe(
+        client,
+        &ns.name,
+        "starts-delisted",
+        json!({ "package": package, "catalog": catalog, "startingCSV": delisted_csv,
+                "targetNamespaces": [ns.name] }),
+    )
+    .await;
+    let refused = wait_subscription(
+        client,
+        &ns.name,
+        "starts-delisted",
+        "Delisted",
+        TIMEOUT,
+        |s| {
+            condition_of(s, windlass_api::names::conditions::subscription::DELISTED)
+                .is_some_and(|c| c.status == windlass_api::ConditionStatus::True)
+        },
+    )
+    .await;
+    let delisted = condition_of(
+        &refused,
+        windlass_api::names::conditions::subscription::DELISTED,
+    )
+    .unwrap()
+    .clone();
+    assert_eq!(
+        delisted.reason,
+        windlass_api::names::reasons::delisting::VERSION_DELISTED
+    );
+    let reason = entry.reason.as_deref().unwrap_or_default();
+    assert!(
+        delisted.message.contains(&format!("by catalog {catalog}"))
+            && delisted.message.contains(reason),
+        "{}",
+        delisted.message
+    );
+    assert!(
+        refused
+            .status
+            .as_ref()
+            .and_then(|s| s.blueprint.clone())
+            .is_none(),
+        "nothing was planned for a refused Subscription"
+    );
+
+    let ns = TestNamespace::create(client, &format!("example-{stem}")).await;
+    subscribe(
+        client,
+        &ns.name,
+        "latest-listed",
+        json!({ "package": package, "catalog": catalog, "targetNamespaces": [ns.name] }),
+    )
+    .await;
+    let installed = wait_blueprint(
+        client,
+        &ns.name,
+        "latest-listed",
+        "Succeeded",
+        TIMEOUT,
+        |b| blueprint_phase(b) == Some(BlueprintPhase::Succeeded),
+    )
+    .await;
+    assert_eq!(installed.spec.cluster_service_version_name, newest_listed);
+}
+
+fn condition_of<'a>(
+    subscription: &'a Subscription,
+    type_: &str,
+) -> Option<&'a windlass_api::Condition> {
+    subscription
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
 }
 
 /// A `kubernetes.io/dockerconfigjson` Secret for the local registry, which asks for no

@@ -174,6 +174,8 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         "templates/role.yaml",
         "--show-only",
         "templates/clusterrole-view.yaml",
+        "--show-only",
+        "templates/clusterrole-package-reader.yaml",
     ]));
     let chart = objects_of(&rendered);
     let plain = objects_of(&run_ok(kubectl().args([
@@ -192,9 +194,11 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
         [
             "ClusterRole/windlass-manager",
             "ClusterRole/windlass-manager-custom-resources",
+            "ClusterRole/windlass-package-reader",
             "ClusterRole/windlass-view",
             "ClusterRoleBinding/windlass-manager",
             "ClusterRoleBinding/windlass-manager-custom-resources",
+            "ClusterRoleBinding/windlass-package-reader",
             "Role/windlass-leader-election",
             "RoleBinding/windlass-leader-election",
             "ServiceAccount/windlass",
@@ -223,6 +227,13 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
             );
         }
     }
+    // Every signed-in user reads the Package views, and only reads them.
+    let reader = &chart["ClusterRoleBinding/windlass-package-reader"];
+    assert_eq!(reader["subjects"][0]["name"], "system:authenticated");
+    assert_eq!(
+        chart["ClusterRole/windlass-package-reader"]["rules"],
+        serde_json::json!([{"apiGroups": ["windlass.dev"], "resources": ["packages"], "verbs": ["get", "list", "watch"]}])
+    );
     // The rule that makes installing arbitrary operators possible is there, and documented.
     let rules = chart["ClusterRole/windlass-manager"]["rules"]
         .as_array()
@@ -514,4 +525,123 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
     wait_gone(&role_bindings, &format!("{full}-leader-election")).await;
     wait_gone(&cluster_roles, &cluster_role_name).await;
     wait_gone(&cluster_role_bindings, &cluster_role_name).await;
+}
+
+/// Given the chart, when it is rendered with its defaults, then there is no hub; when
+/// `hub.enabled=true`, then the hub runs `windlass hub --auth token` under its own
+/// ServiceAccount, which may create TokenReviews and nothing else (no impersonation, no
+/// reads: people's own tokens do those), its pods are selected apart from the manager's, and
+/// the groups in `hub.catalogReaders` may list Catalogs.
+#[tokio::test]
+async fn the_hub_is_off_by_default_and_when_on_holds_only_the_right_to_review_tokens() {
+    // kubectl reads the YAML; it needs the apiserver only for discovery.
+    let _ = windlass_testkit::client().await;
+    let chart = chart_dir();
+    let defaults = render_with(&chart, "logLevel=info");
+    assert!(
+        !defaults.contains("templates/hub.yaml"),
+        "the hub is off by default:\n{defaults}"
+    );
+
+    let rendered = render_with(&chart, "hub.enabled=true,hub.port=9000");
+    let hub_docs = rendered
+        .split("\n---")
+        .filter(|doc| doc.contains("templates/hub.yaml"))
+        .collect::<Vec<_>>()
+        .join("\n---");
+    let objects = objects_of(&hub_docs);
+    assert_eq!(
+        objects.keys().collect::<Vec<_>>(),
+        [
+            "ClusterRole/windlass-hub-catalog-reader",
+            "ClusterRole/windlass-hub-tokenreview",
+            "ClusterRoleBinding/windlass-hub-catalog-reader",
+            "ClusterRoleBinding/windlass-hub-tokenreview",
+            "Deployment/windlass-hub",
+            "Service/windlass-hub",
+            "ServiceAccount/windlass-hub",
+        ]
+    );
+    assert_eq!(
+        objects["ClusterRole/windlass-hub-tokenreview"]["rules"],
+        json!([{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}])
+    );
+    assert_eq!(
+        objects["ClusterRoleBinding/windlass-hub-tokenreview"]["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "windlass-hub", "namespace": "ops"}])
+    );
+    assert_eq!(
+        objects["ClusterRole/windlass-hub-catalog-reader"]["rules"],
+        json!([{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch"]}])
+    );
+    assert_eq!(
+        objects["ClusterRoleBinding/windlass-hub-catalog-reader"]["subjects"],
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}])
+    );
+    assert!(!hub_docs.contains("impersonate"), "{hub_docs}");
+
+    let deployment = &objects["Deployment/windlass-hub"];
+    let pod = &deployment["spec"]["template"];
+    assert_eq!(pod["spec"]["serviceAccountName"], "windlass-hub");
+    let hub = &pod["spec"]["containers"][0];
+    assert_eq!(hub["name"], "hub");
+    assert_eq!(
+        hub["args"],
+        json!([
+            "hub",
+            "--auth=token",
+            "--listen=0.0.0.0:9000",
+            "--manager-namespace=ops",
+            "--secure-cookies"
+        ])
+    );
+    assert_eq!(hub["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        objects["Service/windlass-hub"]["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    // No selector of the manager's picks the hub's pods, and the reverse.
+    let manager = objects_of(&rendered)
+        .remove("Deployment/windlass")
+        .expect("the manager is rendered");
+    let matches = |selector: &Value, labels: &Value| {
+        selector
+            .as_object()
+            .unwrap()
+            .iter()
+            .all(|(k, v)| labels[k] == *v)
+    };
+    assert!(!matches(
+        &manager["spec"]["selector"]["matchLabels"],
+        &pod["metadata"]["labels"]
+    ));
+    assert!(!matches(
+        &deployment["spec"]["selector"]["matchLabels"],
+        &manager["spec"]["template"]["metadata"]["labels"]
+    ));
+
+    // Without catalog readers the admin grants Catalog reads themselves.
+    let no_readers = render_with(&chart, "hub.enabled=true,hub.catalogReaders=null");
+    assert!(!no_readers.contains("catalog-reader"));
+    assert!(
+        render_with(&chart, "hub.enabled=true,hub.secureCookies=false")
+            .contains("- --listen=0.0.0.0:8686\n")
+    );
+    assert!(
+        !render_with(&chart, "hub.enabled=true,hub.secureCookies=false")
+            .contains("--secure-cookies")
+    );
+
+    for bad in ["hub.port=0", "hub.unknown=1", "hub.service.type=Ingress"] {
+        let output = helm()
+            .args(["template", "windlass", &chart, "--set", bad])
+            .output()
+            .expect("running helm");
+        assert!(!output.status.success(), "`--set {bad}` rendered");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("schema"),
+            "`--set {bad}` failed for another reason: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }

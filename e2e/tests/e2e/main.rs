@@ -10,21 +10,28 @@
 
 mod common;
 
+mod air_gapped;
 mod blueprint_lifecycle;
+mod catalog_listing;
+mod catalog_removal;
 mod catalog_sources;
 mod cluster_version_drift;
 mod cluster_version_graph;
 mod cluster_version_kills;
 mod cluster_version_operators;
 mod cluster_version_preconditions;
+mod cluster_version_risks;
 mod cluster_version_rollbacks;
 mod cluster_versions;
 mod control_plane;
 mod corpus_installs;
 mod crd_safety_differential;
+mod crd_upgrade_classes;
 mod csv_controller;
 mod examples;
 mod helm_chart;
+mod hub_api;
+mod hub_browser;
 mod install_identity;
 mod install_scopes;
 mod leader_election;
@@ -36,6 +43,9 @@ mod lifecycle_uninstall;
 mod manager_image;
 mod manager_kills;
 mod oci_bundles;
+mod package_views;
+mod olm_constraints;
+mod plan_preview;
 mod private_registry;
 mod registry_and_helm;
 mod release_payloads;

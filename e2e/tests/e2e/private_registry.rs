@@ -2,12 +2,7 @@
 //! by the test) and an outage that is that registry process stopped and started again, with
 //! the Catalog's spec unchanged throughout.
 
-use std::{
-    collections::BTreeMap,
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
+use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{
@@ -16,90 +11,16 @@ use kube::{
 };
 use serde_json::json;
 use windlass_api::{Catalog, blueprint::BlueprintPhase, catalog::CatalogPhase};
-use windlass_oci::{Auth, RegistryOptions};
 use windlass_testkit::{
     TestNamespace,
     catalogs::{phase as catalog_phase, publish_with},
     lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_object},
-    require_manager, run_ok, unique_name, wait_until,
+    registries::RegistryProcess,
+    require_manager, unique_name, wait_until,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 const USER: &str = "e2e-puller";
-
-/// A docker-registry process of this test's own, asking for htpasswd credentials.
-struct PrivateRegistry {
-    config: PathBuf,
-    addr: String,
-    process: Option<Child>,
-}
-
-impl PrivateRegistry {
-    fn start(password: &str) -> PrivateRegistry {
-        let dir = std::env::temp_dir().join(unique_name("windlass-private-registry"));
-        std::fs::create_dir_all(dir.join("data")).unwrap();
-        let htpasswd = run_ok(Command::new("htpasswd").args(["-Bbn", USER, password]));
-        std::fs::write(dir.join("htpasswd"), htpasswd).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port on 127.0.0.1")
-            .port();
-        let addr = format!("127.0.0.1:{port}");
-        let config = dir.join("registry.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n\
-                 http:\n  addr: {addr}\nauth:\n  htpasswd:\n    realm: windlass-e2e\n    path: {}\n",
-                dir.join("data").display(),
-                dir.join("htpasswd").display()
-            ),
-        )
-        .unwrap();
-        let mut registry = PrivateRegistry {
-            config,
-            addr,
-            process: None,
-        };
-        registry.run();
-        registry
-    }
-
-    /// Starts the process (again) on the same port and storage, and waits until it answers.
-    fn run(&mut self) {
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&self.config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting docker-registry");
-        self.process = Some(child);
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(&self.addr).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "docker-registry did not listen on {}",
-                self.addr
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Stops the process: the outage.
-    fn stop(&mut self) {
-        if let Some(mut child) = self.process.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for PrivateRegistry {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 fn serving_message(catalog: &Catalog) -> String {
     catalog
@@ -120,16 +41,9 @@ async fn a_private_registry_needs_its_credentials_and_survives_an_outage() {
     require_manager();
     let admin = windlass_testkit::client().await;
     let password = unique_name("pw");
-    let mut registry = PrivateRegistry::start(&password);
+    let mut registry = RegistryProcess::with_credentials(USER, &password);
     let package = unique_name("acme-db-private");
-    let options = RegistryOptions {
-        plain_http: true,
-        auth: Auth::Basic {
-            username: USER.into(),
-            password: password.clone(),
-        },
-        ..Default::default()
-    };
+    let options = registry.options();
     let repository = format!("{}/{}", registry.addr, unique_name("acme/db"));
     let image = publish_with(&options, &repository, &package, "acme-db/1.0.0", |_| {}).await;
 

@@ -46,3 +46,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "windlass.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+
+{{/* The hub's pods are told apart from the manager's by name, so no selector matches both. */}}
+{{- define "windlass.hubName" -}}
+{{- printf "%s-hub" (include "windlass.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "windlass.hubSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "windlass.name" . }}-hub
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "windlass.hubLabels" -}}
+helm.sh/chart: {{ include "windlass.chart" . }}
+{{ include "windlass.hubSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: hub
+app.kubernetes.io/part-of: windlass
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}

@@ -36,8 +36,8 @@ fn rule(
 }
 
 /// The plural of every windlass kind, with `suffix` (`""`, `"/status"`, `"/finalizers"`).
-/// InstallPolicies and TrustPolicies are left out: cluster admins write them and the manager
-/// only reads them.
+/// InstallPolicies, TrustPolicies and ImageMirrorSets are left out: cluster admins write them
+/// and the manager only reads them.
 fn windlass_resources(suffix: &str) -> Vec<String> {
     windlass_api::crds()
         .iter()
@@ -47,7 +47,7 @@ fn windlass_resources(suffix: &str) -> Vec<String> {
 }
 
 /// The kinds only cluster admins write; the manager reads them.
-const ADMIN_WRITTEN: [&str; 2] = ["InstallPolicy", "TrustPolicy"];
+const ADMIN_WRITTEN: [&str; 3] = ["InstallPolicy", "TrustPolicy", "ImageMirrorSet"];
 
 /// What the manager may do anywhere in the cluster (the ClusterRole).
 fn cluster_rules() -> Vec<Rule> {
@@ -65,10 +65,15 @@ fn cluster_rules() -> Vec<Rule> {
         Rule {
             why: &[
                 "InstallPolicies say what each namespace may install, TrustPolicies which keys must have",
-                "signed what; cluster admins write them. Read only.",
+                "signed what, ImageMirrorSets where the site's registries serve copies of images; cluster",
+                "admins write them. Read only.",
             ],
             api_groups: group.clone(),
-            resources: vec!["installpolicies".to_string(), "trustpolicies".to_string()],
+            resources: vec![
+                "installpolicies".to_string(),
+                "trustpolicies".to_string(),
+                "imagemirrorsets".to_string(),
+            ],
             verbs: READ,
         },
         Rule {
@@ -103,8 +108,9 @@ fn cluster_rules() -> Vec<Rule> {
                 "What an operator's install strategy and its bundle create, in whichever namespace the",
                 "operator is installed to: ServiceAccounts, webhook Services, configuration, and the",
                 "webhook serving certificates (Secrets). Revisions of each Blueprint are stored as Secrets,",
-                "Catalog pull secrets are read from the manager's namespace, and applied release payloads",
-                "are kept there as Secrets for rollbacks.",
+                "Catalog pull secrets are read from the manager's namespace, applied release payloads",
+                "are kept there as Secrets for rollbacks, and the CA ConfigMap and bearer-token Secret a",
+                "ClusterVersion's spec.prometheus names are read there.",
             ],
             &[""],
             &["serviceaccounts", "services", "configmaps", "secrets"],
@@ -355,11 +361,16 @@ metadata:
         VIEW_AGGREGATION,
         render_rules(&view_rules())
     );
+    let package_reader = format!(
+        "{GENERATED}{}",
+        package_reader("windlass-package-reader", PLAIN_LABELS)
+    );
     vec![
         ("cluster_role.yaml", cluster_role),
         ("custom_resources_role.yaml", custom_resources),
         ("role.yaml", role),
         ("view_role.yaml", view),
+        ("package_reader_role.yaml", package_reader),
     ]
 }
 
@@ -367,7 +378,18 @@ metadata:
 const VIEW_WHY: &str = "\
 # What a namespace's operators may do (its InstallScope) is readable by everyone who may view
 # the namespace: Kubernetes aggregates this role into the built-in view, edit and admin roles.
-# Read only: windlass writes InstallScopes, and nothing reads them back to decide an install.
+# Package views are cluster-scoped, so this role shows them to those bound to it cluster-wide;
+# the windlass-package-reader binding shows them to every signed-in user.
+# Read only: windlass writes InstallScopes and Packages, and nothing reads them back to decide
+# an install.
+";
+
+/// Why every signed-in user may read the Package views.
+const PACKAGE_READER_WHY: &str = "\
+# What the catalogs offer (`kubectl get packages.windlass.dev`) is the cluster's hub page: every
+# signed-in user may read it, as tenants must to know what they can subscribe to. Package views
+# are cluster-scoped, which a namespace's view/edit/admin binding does not reach. Read only:
+# only the manager writes them.
 ";
 
 /// The labels that aggregate the view role into Kubernetes' user-facing roles.
@@ -376,14 +398,53 @@ const VIEW_AGGREGATION: &str = "    rbac.authorization.k8s.io/aggregate-to-view:
     rbac.authorization.k8s.io/aggregate-to-admin: \"true\"
 ";
 
-/// What the view role grants: reading InstallScopes.
+/// What the view role grants: reading InstallScopes and Package views.
 fn view_rules() -> Vec<Rule> {
-    vec![rule(
-        &["A namespace's InstallScope: what operators installed there may do."],
+    vec![
+        rule(
+            &["A namespace's InstallScope: what operators installed there may do."],
+            &[windlass_api::GROUP],
+            &["installscopes"],
+            READ,
+        ),
+        package_reader_rule(),
+    ]
+}
+
+/// Reading the Package views: what the catalogs offer.
+fn package_reader_rule() -> Rule {
+    rule(
+        &["Package views: what the catalogs offer, and whether it is listed."],
         &[windlass_api::GROUP],
-        &["installscopes"],
+        &["packages"],
         READ,
-    )]
+    )
+}
+
+/// The ClusterRole and ClusterRoleBinding that let every signed-in user read Package views,
+/// named with `name`.
+fn package_reader(name: &str, labels: &str) -> String {
+    format!(
+        "{PACKAGE_READER_WHY}apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {name}
+{labels}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {name}
+{labels}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {name}
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:authenticated
+",
+        render_rules(&[package_reader_rule()])
+    )
 }
 
 /// Why the manager reads custom resources, and how it is limited to those of its own CRDs.
@@ -492,11 +553,19 @@ metadata:
         VIEW_AGGREGATION,
         render_rules(&view_rules())
     );
+    let package_reader = format!(
+        "{GENERATED}{{{{- if .Values.packageView.readableByAllUsers }}}}\n{}{{{{- end }}}}\n",
+        package_reader(
+            "{{ include \"windlass.fullname\" . }}-package-reader",
+            CHART_LABELS
+        )
+    );
     vec![
         ("clusterrole.yaml", cluster_role),
         ("clusterrole-custom-resources.yaml", custom_resources),
         ("role.yaml", role),
         ("clusterrole-view.yaml", view),
+        ("clusterrole-package-reader.yaml", package_reader),
     ]
 }
 

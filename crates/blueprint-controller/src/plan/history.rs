@@ -95,8 +95,9 @@ pub(super) fn bookkeeping_for(
         revision: record.revision,
         old_version,
         old_cluster_service_version_name: old_csv,
-        // Approval is per revision.
+        // Approval is per revision (and per plan).
         approved: Some(false),
+        approved_plan: Some(None),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use windlass_api::blueprint::{BlueprintPhase, HeldBack, RevisionRecord};
+use windlass_api::blueprint::{BlueprintPhase, HeldBack, PlanPreview, RevisionRecord};
 
 use super::{ApplyPlan, Bookkeeping, Need};
 
@@ -50,7 +50,8 @@ pub(super) enum Stage {
     /// Just recorded; nothing looked at yet.
     Recorded,
     Dependencies(String),
-    Approval,
+    /// Waiting for a person to approve the plan: what to approve and how.
+    Approval(String),
     /// The content cannot be read yet.
     Content(String),
     /// The CRD safety check refused.
@@ -80,6 +81,7 @@ pub(super) struct Changes {
     /// A revision recorded this round; it becomes the newest entry.
     pub new_record: Option<RevisionRecord>,
     pub held_back: HeldBackChange,
+    pub preview: PreviewChange,
 }
 
 /// One edit of a Blueprint condition; types come from `windlass_api::names::conditions`.
@@ -92,6 +94,16 @@ pub(super) enum ConditionChange {
         message: String,
     },
     Remove(&'static str),
+}
+
+/// What becomes of `status.preview`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) enum PreviewChange {
+    #[default]
+    Keep,
+    /// A new revision starts: the plan shown was another revision's.
+    Clear,
+    Show(PlanPreview),
 }
 
 /// What becomes of `status.heldBack`.

@@ -12,15 +12,16 @@ use windlass_api::{
     CsvPhase,
     blueprint::{BlueprintPhase, HeldBack, RevisionOutcome, RevisionRecord},
     condition::ConditionStatus,
-    config::{Approval, DEFAULT_PROGRESS_DEADLINE_SECONDS},
+    config::DEFAULT_PROGRESS_DEADLINE_SECONDS,
 };
 use windlass_resolver::rollback::{RollbackReason, RollbackRequest, check_rollback};
 
 use super::{
     ApplyPlan, ContentRequest, CrdPolicy, Input, Need, ObservedCsv, Refusal, Source, Validation,
+    approval::{self, Gate},
     history,
     intent::{self, Start, StartKind},
-    outcome::{Changes, HeldBackChange, Outcome, Stage, Standing, StatusUpdate},
+    outcome::{Changes, HeldBackChange, Outcome, PreviewChange, Stage, Standing, StatusUpdate},
 };
 use windlass_bundle::crd::safety as crd_safety;
 
@@ -122,8 +123,14 @@ pub(super) fn begin(
         forced: start.forced,
         restored_from,
         verified_by: Vec::new(),
+        image_rewrites: Vec::new(),
+        plan: None,
+        approved_plan: None,
     };
     changes.record_new(record.clone());
+    // A plan shown, and an approval given, were another revision's.
+    changes.preview = PreviewChange::Clear;
+    changes.remove_condition(conditions::blueprint::PLAN_APPROVED);
     changes.held_back = match held {
         Some(held) => HeldBackChange::Hold(held),
         None => HeldBackChange::Clear,
@@ -185,18 +192,13 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
     // Until something of it is applied, what runs is still the version before it.
     let waiting_text = shown_version(input, &current);
     let waiting = Some(waiting_text.as_str());
-    // A rollback goes back to something that ran here: it waits for nothing.
-    if current.started_time.is_none() && !restoring {
-        if let Some(why) = waiting_for_dependencies(input) {
-            let standing =
-                Standing::new(BlueprintPhase::Pending, waiting, Stage::Dependencies(why));
-            return changes.show(standing, None, WAITING);
-        }
-        if needs_approval(input, &current) {
-            let standing =
-                Standing::new(BlueprintPhase::RequiresApproval, waiting, Stage::Approval);
-            return changes.show(standing, None, APPROVAL);
-        }
+    // A rollback goes back to something that ran here: it waits for no dependency.
+    if current.started_time.is_none()
+        && !restoring
+        && let Some(why) = waiting_for_dependencies(input)
+    {
+        let standing = Standing::new(BlueprintPhase::Pending, waiting, Stage::Dependencies(why));
+        return changes.show(standing, None, WAITING);
     }
     let Some(validation) = &input.facts.validation else {
         return Outcome::Check(Need::Validate(content_request(input, &current)));
@@ -213,6 +215,12 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
             return changes.show(standing, None, RETRY);
         }
         Validation::UnsafeCrds(violations) if !started => {
+            // Whoever is asked to approve sees the plan and its CRD verdict either way.
+            let request = approval::request(input, &current, apply_plan(input, &current));
+            if let Some(need) = approval::preview_blocked(input, &current, request, &mut changes)
+            {
+                return Outcome::Check(need);
+            }
             let summary = unsafe_crds(&mut changes, violations);
             let standing = Standing::new(BlueprintPhase::Pending, waiting, Stage::Blocked(summary));
             return changes.show(standing, None, RETRY);
@@ -232,12 +240,33 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
         }
         _ => {}
     }
+    let mut approved = None;
+    if !started {
+        let request = approval::request(input, &current, apply_plan(input, &current));
+        match approval::gate(input, &current, request, &mut changes) {
+            Gate::Preview(request) => return Outcome::Check(Need::Preview(request)),
+            Gate::Wait(refusal) => {
+                let stage = Stage::Approval(refusal.message);
+                let standing = Standing::new(BlueprintPhase::RequiresApproval, waiting, stage);
+                return changes.show(standing, None, APPROVAL);
+            }
+            Gate::Go { approved: by } => approved = by,
+        }
+    }
     let (apply, crds) = validated(&mut changes, validation, restoring);
     let mut record = current;
     if record.started_time.is_none() {
         record.started_time = Some(Time(input.now));
-        if let Validation::Ready { verified_by, .. } = validation {
+        record.plan = input.facts.plan_digest.clone();
+        record.approved_plan = approved;
+        if let Validation::Ready {
+            verified_by,
+            image_rewrites,
+            ..
+        } = validation
+        {
             record.verified_by = verified_by.clone();
+            record.image_rewrites = image_rewrites.clone();
         }
         changes.update_record(record.clone());
     }
@@ -518,16 +547,6 @@ fn apply_plan(input: &Input<'_>, record: &RevisionRecord) -> ApplyPlan {
         clear_supersedes: handover.clear_supersedes,
         delete_csvs: handover.delete,
     }
-}
-
-/// Approval is per revision and for versions: a rollback or a change of settings alone needs
-/// none.
-fn needs_approval(input: &Input<'_>, record: &RevisionRecord) -> bool {
-    input.spec.approval == Approval::Manual
-        && !input.spec.approved
-        && record.restored_from.is_none()
-        && history::last_completed(input, record.revision)
-            .is_none_or(|c| c.csv_name != record.cluster_service_version_name)
 }
 
 fn waiting_for_dependencies(input: &Input<'_>) -> Option<String> {

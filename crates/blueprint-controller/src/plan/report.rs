@@ -15,7 +15,7 @@ use windlass_api::{
 
 use super::{
     Action, Decision, Input,
-    outcome::{ConditionChange, HeldBackChange, Outcome, Stage, StatusUpdate},
+    outcome::{ConditionChange, HeldBackChange, Outcome, PreviewChange, Stage, StatusUpdate},
 };
 
 mod retention;
@@ -63,6 +63,11 @@ fn write(input: &Input<'_>, update: StatusUpdate) -> Decision {
         HeldBackChange::Keep => {}
         HeldBackChange::Clear => status.held_back = None,
         HeldBackChange::Hold(held) => status.held_back = Some(held),
+    }
+    match changes.preview {
+        PreviewChange::Keep => {}
+        PreviewChange::Clear => status.preview = None,
+        PreviewChange::Show(preview) => status.preview = Some(preview),
     }
     // For the Ready condition while not ready; a round that leaves the stage alone has none.
     let mut not_ready_summary = String::new();
@@ -178,7 +183,7 @@ fn summary(stage: &Stage) -> String {
         Stage::NoRevision => String::new(),
         Stage::Recorded => "recorded; starting".into(),
         Stage::Dependencies(m) | Stage::Content(m) | Stage::Blocked(m) => m.clone(),
-        Stage::Approval => "waiting for approval: set spec.approved to true".into(),
+        Stage::Approval(m) => m.clone(),
         Stage::Applying { csv, .. } | Stage::Done { csv, .. } => csv.clone(),
         Stage::Failed { message, .. } => message.clone(),
     }
@@ -208,7 +213,7 @@ fn plan_steps(input: &Input<'_>, stage: &Stage) -> Vec<PlanStep> {
             step(steps::OBJECTS, "Pending", ""),
             step(steps::CLUSTER_SERVICE_VERSION, "Pending", ""),
         ),
-        Stage::Approval | Stage::Content(_) => (
+        Stage::Approval(_) | Stage::Content(_) => (
             step(steps::DEPENDENCIES, "Done", deps),
             step(steps::CRDS, "Pending", summary(stage)),
             step(steps::OBJECTS, "Pending", ""),
@@ -349,6 +354,7 @@ fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
             conditions::blueprint::CRDS_KEPT,
             conditions::blueprint::CONTENT_TRUSTED,
             conditions::blueprint::INSTALL_PERMITTED,
+            conditions::blueprint::PLAN_APPROVED,
         ];
         if !guarded.contains(&condition.type_.as_str()) {
             continue;
@@ -360,10 +366,14 @@ fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
                 || b.message != condition.message
         });
         let worth_saying = condition.status == ConditionStatus::False
-            || condition.type_ == conditions::blueprint::CRDS_KEPT;
+            || condition.type_ == conditions::blueprint::CRDS_KEPT
+            || condition.type_ == conditions::blueprint::PLAN_APPROVED;
+        // Waiting for a person is the normal course of Manual approval, not a problem.
+        let warning = condition.status == ConditionStatus::False
+            && condition.reason != reasons::blueprint::AWAITING_APPROVAL;
         if changed && worth_saying {
             notes.push(note(
-                condition.status == ConditionStatus::False,
+                warning,
                 &condition.reason,
                 scoped(&condition.type_),
                 condition.message.clone(),

@@ -273,6 +273,7 @@ fn corpus_bundles_fit_in_a_secret() {
                 .unwrap_or(semver::Version::new(0, 0, 0)),
             digest: String::new(),
             image: None,
+            pulled_from: None,
             bundle,
         };
         let content = from_bundle(1, &bundle_content, None, OperatorConfig::default(), None);

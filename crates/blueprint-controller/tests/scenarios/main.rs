@@ -5,5 +5,6 @@
 
 mod failures;
 mod fresh_install;
+mod manual_approval;
 mod settled;
 mod support;

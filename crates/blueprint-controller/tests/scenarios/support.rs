@@ -30,6 +30,7 @@ pub const CONFIG_MAP: &str = "acme-db-defaults";
 pub const BLUEPRINT_PATH: &str = "/apis/windlass.dev/v1alpha1/namespaces/team-a/blueprints/db";
 pub const STATUS_PATH: &str = "/apis/windlass.dev/v1alpha1/namespaces/team-a/blueprints/db/status";
 pub const SECRET_PATH: &str = "/api/v1/namespaces/team-a/secrets/db.r1";
+pub const PLAN_SECRET_PATH: &str = "/api/v1/namespaces/team-a/secrets/db.r1.plan";
 pub const CRD_PATH: &str =
     "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/databases.acme.windlass.dev";
 pub const CONFIG_MAP_PATH: &str = "/api/v1/namespaces/team-a/configmaps/acme-db-defaults";
@@ -67,6 +68,7 @@ pub fn acme_db_bundle() -> BundleContent {
         version: bundle.csv.version().expect("the CSV has a version"),
         digest: DIGEST.into(),
         image: None,
+        pulled_from: None,
         bundle,
     }
 }
@@ -154,6 +156,21 @@ impl Harness {
             api,
             ctx: Arc::new(ctx),
         }
+    }
+
+    /// [`Harness::fresh_install`] of a Blueprint under Manual approval.
+    pub fn manual_install() -> Harness {
+        let harness = Harness::fresh_install();
+        harness.edit_blueprint(|spec| spec.approval = windlass_api::config::Approval::Manual);
+        harness
+    }
+
+    /// A person (or the Subscription) edits the Blueprint's spec; its generation moves.
+    pub fn edit_blueprint(&self, edit: impl FnOnce(&mut BlueprintSpec)) {
+        let mut blueprint = self.blueprint();
+        edit(&mut blueprint.spec);
+        self.api
+            .insert(serde_json::to_value(blueprint).expect("a Blueprint serializes"));
     }
 
     /// The Blueprint as the cluster holds it now.

@@ -138,6 +138,7 @@ impl Assembler {
                 package.default_channel = fields.default_channel;
                 package.description = fields.description;
                 package.icon = fields.icon;
+                package.provider = crate::provider::Provider::from_properties(&fields.properties);
             }
             Schema::Channel => {
                 let (Some(name), Some(package)) = (fields.name, fields.package.clone()) else {
@@ -253,26 +254,35 @@ impl Assembler {
             let mut bundles = parts.bundles;
             // Stable: of two bundles with one name, the one read first stays first.
             bundles.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-            let mut kept: Vec<(String, Bundle)> = Vec::with_capacity(bundles.len());
+            let mut kept: Vec<(String, Bundle, Place)> = Vec::with_capacity(bundles.len());
             for (bundle, place) in bundles {
-                if kept.last().is_some_and(|(name, _)| *name == bundle.name) {
+                if let Some((_, _, first)) = kept.last().filter(|(name, ..)| *name == bundle.name) {
+                    let message = format!(
+                        "is already added at {} (document {}); this copy is refused",
+                        self.at(*first),
+                        first.document
+                    );
                     self.problem(
                         place,
                         IssueKind::DuplicateBundle,
                         Some(&package.name),
                         Some(&bundle.name),
-                        "is already added; this copy is left out",
+                        message,
                     );
                     continue;
                 }
-                kept.push((bundle.name.clone(), bundle));
+                kept.push((bundle.name.clone(), bundle, place));
             }
-            package.bundles = BTreeMap::from_iter(kept);
+            package.bundles = kept.into_iter().map(|(n, b, _)| (n, b)).collect();
             package.channels = parts
                 .channels
                 .into_iter()
                 .map(|c| (c.name.clone(), c))
                 .collect();
+            if package.provider.is_none() {
+                package.provider =
+                    head_bundle(&package).and_then(crate::provider::Provider::from_bundle);
+            }
             packages.push((package.name.clone(), package));
         }
         let catalog = Catalog {
@@ -280,4 +290,21 @@ impl Assembler {
         };
         (catalog, self.issues)
     }
+}
+
+/// The bundle a package is described by: its default channel's head, else its newest bundle.
+fn head_bundle(package: &Package) -> Option<&Bundle> {
+    let head =
+        package.default_channel().and_then(|channel| {
+            match crate::validate::channel_heads(channel).as_slice() {
+                [one] => package.bundles.get(*one),
+                _ => None,
+            }
+        });
+    head.or_else(|| {
+        package
+            .bundles
+            .values()
+            .max_by(|a, b| a.version.cmp(&b.version))
+    })
 }

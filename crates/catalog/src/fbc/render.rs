@@ -1,5 +1,6 @@
 //! Rendering a catalog as `opm render` does: per package one `olm.package`, its `olm.channel`s,
-//! its `olm.bundle`s and, when present, one `olm.deprecations`.
+//! its `olm.bundle`s and, when present, one `olm.deprecations`. The package's provider is a
+//! property of its `olm.package` blob (see [`crate::provider`]).
 
 use std::borrow::Borrow;
 use std::io::Write;
@@ -31,6 +32,9 @@ fn package_blobs(package: &crate::model::Package) -> impl Iterator<Item = Value>
         }
         if let Some(description) = &package.description {
             p.insert("description".into(), json!(description));
+        }
+        if let Some(provider) = package.provider.as_ref().filter(|p| !p.is_empty()) {
+            p.insert("properties".into(), json!([provider.to_property()]));
         }
         Value::Object(p)
     };

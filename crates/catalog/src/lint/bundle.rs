@@ -8,6 +8,7 @@ use windlass_bundle::metadata::Dependency;
 use windlass_bundle::{Bundle, LoadNote};
 
 use super::{Level, Report};
+use crate::provider::{Provider, ProviderType, annotations as provider_annotations};
 use crate::range::VersionRange;
 
 const INSTALL_MODES: [&str; 4] = [
@@ -16,7 +17,6 @@ const INSTALL_MODES: [&str; 4] = [
     "MultiNamespace",
     "AllNamespaces",
 ];
-const PROVIDER_TYPES: [&str; 4] = ["custom", "community", "certified", "platform"];
 
 /// Lints one loaded bundle.
 pub fn lint_bundle(bundle: &Bundle) -> Report {
@@ -401,42 +401,22 @@ pub struct ProviderDisplay {
 /// The provider as shown: the `provider`/`provider-type`/`provider-url` annotations, falling
 /// back to `spec.provider`. An i18n JSON name (`{"en": ..., "zh": ...}`) shows its English text.
 pub fn provider_display(bundle: &Bundle) -> ProviderDisplay {
-    let annotations = &bundle.csv.metadata.annotations;
-    let spec = bundle.csv.spec.provider.as_ref();
-    let name = annotations
-        .get("provider")
-        .map(|raw| match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(map)) => map
-                .get("en")
-                .or_else(|| map.values().next())
-                .and_then(Value::as_str)
-                .unwrap_or(raw)
-                .to_string(),
-            _ => raw.clone(),
-        })
-        .or_else(|| spec.and_then(|p| p.name.clone()))
-        .filter(|n| !n.trim().is_empty());
-    let provider_type = annotations
-        .get("provider-type")
-        .map(|t| t.trim().to_ascii_lowercase())
-        .filter(|t| PROVIDER_TYPES.contains(&t.as_str()))
-        .unwrap_or_else(|| "custom".into());
-    let url = annotations
-        .get("provider-url")
-        .cloned()
-        .or_else(|| spec.and_then(|p| p.url.clone()))
-        .filter(|u| !u.trim().is_empty());
+    let shown = Provider::from_csv(&bundle.csv);
     ProviderDisplay {
-        name,
-        provider_type,
-        url,
+        name: shown.name,
+        provider_type: shown.type_.to_string(),
+        url: shown.url,
     }
 }
 
 fn provider(bundle: &Bundle, file: &str, report: &mut Report) {
     let shown = provider_display(bundle);
-    if let Some(raw) = bundle.csv.metadata.annotations.get("provider-type")
-        && !PROVIDER_TYPES.contains(&raw.trim().to_ascii_lowercase().as_str())
+    if let Some(raw) = bundle
+        .csv
+        .metadata
+        .annotations
+        .get(provider_annotations::PROVIDER_TYPE)
+        && ProviderType::parse(raw).is_none()
     {
         report.push(
             Level::Warning,
@@ -445,7 +425,7 @@ fn provider(bundle: &Bundle, file: &str, report: &mut Report) {
             Some("metadata.annotations[provider-type]"),
             format!(
                 "{raw:?} is not one of {}; it will be shown as custom",
-                PROVIDER_TYPES.join(", ")
+                ProviderType::ALL.map(ProviderType::as_str).join(", ")
             ),
         );
     }

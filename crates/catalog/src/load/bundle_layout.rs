@@ -10,14 +10,26 @@ use super::{
 use crate::model::{Channel, Package};
 use crate::validate::Severity;
 
-/// The newest bundle seen so far: its version, default channel, description and icon, which
-/// become the package's.
-type Newest = Option<(
-    semver::Version,
-    Option<String>,
-    Option<String>,
-    Option<crate::model::RawJson>,
-)>;
+/// What the newest bundle seen so far says about its package: its default channel,
+/// description, icon and provider become the package's.
+struct NewestFacts {
+    version: semver::Version,
+    default_channel: Option<String>,
+    description: Option<String>,
+    icon: Option<crate::model::RawJson>,
+    provider: crate::provider::Provider,
+}
+
+type Newest = Option<NewestFacts>;
+
+impl NewestFacts {
+    fn describe(self, package: &mut Package) {
+        package.default_channel = self.default_channel;
+        package.description = self.description;
+        package.icon = self.icon;
+        package.provider = (!self.provider.is_empty()).then_some(self.provider);
+    }
+}
 
 pub(super) fn read(
     packages: &[PathBuf],
@@ -57,10 +69,8 @@ pub(super) fn read(
             };
             place(&mut package, folder, bundle, &mut newest, loaded);
         }
-        if let Some((_, default, description, icon)) = newest {
-            package.default_channel = default;
-            package.description = description;
-            package.icon = icon;
+        if let Some(facts) = newest {
+            facts.describe(&mut package);
         }
         if semver_mode(&dir) {
             apply_semver_mode(&mut package);
@@ -148,6 +158,7 @@ fn place(
         .and_then(|i| serde_json::to_value(i).ok())
         .map(|v| crate::model::RawJson::from_value(&v));
     let version = bundle.csv.version().ok();
+    let provider = crate::provider::Provider::from_csv(&bundle.csv);
     if add_bundle(package, folder, bundle, loaded).is_none() {
         return;
     }
@@ -164,9 +175,15 @@ fn place(
             .push(entry.clone());
     }
     if let Some(version) = version
-        && newest.as_ref().is_none_or(|(v, ..)| &version > v)
+        && newest.as_ref().is_none_or(|n| version > n.version)
     {
-        *newest = Some((version, default, description, icon));
+        *newest = Some(NewestFacts {
+            version,
+            default_channel: default,
+            description,
+            icon,
+            provider,
+        });
     }
 }
 
@@ -193,10 +210,8 @@ pub(super) fn read_single(dir: &Path, loaded: &mut Loaded) -> Result<(), LoadErr
     };
     let mut newest = None;
     place(&mut package, dir, bundle, &mut newest, loaded);
-    if let Some((_, default, description, icon)) = newest {
-        package.default_channel = default;
-        package.description = description;
-        package.icon = icon;
+    if let Some(facts) = newest {
+        facts.describe(&mut package);
     }
     loaded
         .package_sources
@@ -236,8 +251,10 @@ pub fn read_images(images: Vec<(windlass_bundle::Bundle, String)>) -> Result<Loa
             )
         });
         let csv_name = bundle.csv.name().to_string();
+        // A CSV added before keeps its own image; this copy is refused by `place`.
+        let added_before = package.bundles.contains_key(&csv_name);
         place(package, Path::new(&image), bundle, newest, &mut loaded);
-        if let Some(b) = package.bundles.get_mut(&csv_name) {
+        if !added_before && let Some(b) = package.bundles.get_mut(&csv_name) {
             b.related_images.insert(
                 0,
                 crate::model::RelatedImage {
@@ -253,10 +270,8 @@ pub fn read_images(images: Vec<(windlass_bundle::Bundle, String)>) -> Result<Loa
             .or_insert_with(|| PathBuf::from(&image));
     }
     for (name, (mut package, newest)) in packages {
-        if let Some((_, default, description, icon)) = newest {
-            package.default_channel = default;
-            package.description = description;
-            package.icon = icon;
+        if let Some(facts) = newest {
+            facts.describe(&mut package);
         }
         loaded.catalog.packages.insert(name, package);
     }

@@ -520,31 +520,50 @@ pub(crate) fn add_bundle(
     let name = package.name.clone();
     note_issues(&name, dir, &bundle, &mut loaded.issues);
     let csv_path = dir.join(&bundle.csv_file).display().to_string();
+    let csv_name = bundle.csv.name().to_string();
     let version = match bundle.csv.version() {
         Ok(v) => v,
         Err(e) => {
-            loaded.issues.push(LoadIssue::new(
-                Severity::Error,
-                IssueKind::BadVersion,
-                Some(&name),
-                csv_path,
-                format!("{e}; bundle left out"),
-            ));
+            loaded.issues.push(
+                LoadIssue::new(
+                    Severity::Error,
+                    IssueKind::BadVersion,
+                    Some(&name),
+                    csv_path,
+                    format!("{e}; bundle left out"),
+                )
+                .bundle(Some(&csv_name)),
+            );
             return None;
         }
     };
-    let csv_name = bundle.csv.name().to_string();
     if let Some(existing) = package.bundles.get(&csv_name) {
-        loaded.issues.push(LoadIssue::new(
-            Severity::Error,
-            IssueKind::DuplicateBundle,
-            Some(&name),
-            csv_path,
-            format!(
-                "CSV {csv_name} is already added (version {}); this copy is left out",
-                existing.version
-            ),
-        ));
+        // Name both copies: the one kept and the one refused.
+        let first = existing
+            .image
+            .clone()
+            .or_else(|| {
+                loaded
+                    .bundles
+                    .iter()
+                    .find(|s| s.package == name && s.bundle.csv.name() == csv_name)
+                    .map(|s| s.dir.display().to_string())
+            })
+            .unwrap_or_else(|| "an earlier bundle".into());
+        loaded.issues.push(
+            LoadIssue::new(
+                Severity::Error,
+                IssueKind::DuplicateBundle,
+                Some(&name),
+                csv_path,
+                format!(
+                    "CSV {csv_name} is already added from {first} (version {}); this copy from {} (version {version}) is refused",
+                    existing.version,
+                    dir.display()
+                ),
+            )
+            .bundle(Some(&csv_name)),
+        );
         return None;
     }
     for unusable in crate::constraint::unusable_in_bundle(&bundle) {

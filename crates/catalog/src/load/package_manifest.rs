@@ -98,6 +98,7 @@ pub(super) fn read(
                     let head_description = (
                         bundle.csv.spec.description.clone(),
                         bundle.csv.spec.icon.first().cloned(),
+                        crate::provider::Provider::from_csv(&bundle.csv),
                     );
                     if let Some(csv_name) = add_bundle(&mut package, folder, bundle, loaded) {
                         entries_by_name.insert(csv_name, (entry, head_description));
@@ -172,13 +173,15 @@ pub(super) fn read(
             }
             package.channels.insert(channel.name.clone(), channel);
         }
-        // The package description and icon come from the default channel's head, as opm does.
+        // The package description, icon and provider come from the default channel's head, as
+        // opm takes the first two.
         let head = package
             .default_channel
             .as_ref()
             .and_then(|c| package_file.channels.iter().find(|pc| &pc.name == c))
             .and_then(|pc| entries_by_name.get(&pc.current_csv));
-        if let Some((_, (description, icon))) = head {
+        if let Some((_, (description, icon, provider))) = head {
+            package.provider = (!provider.is_empty()).then(|| provider.clone());
             package.description = description.clone();
             package.icon = icon
                 .as_ref()

@@ -35,6 +35,19 @@ pub struct RegistryArgs {
 }
 
 impl RegistryArgs {
+    /// Anonymous, HTTPS, default limits: what no flags give.
+    #[cfg(test)]
+    pub fn default_for_tests() -> RegistryArgs {
+        RegistryArgs {
+            plain_http: false,
+            username: None,
+            password: None,
+            docker_config: None,
+            max_bytes: Limits::default().max_total_bytes,
+            max_files: Limits::default().max_files,
+        }
+    }
+
     pub fn options(&self, reference: &str) -> anyhow::Result<RegistryOptions> {
         let limits = Limits {
             max_total_bytes: self.max_bytes,

@@ -17,6 +17,15 @@ pub enum CatalogCommand {
     Resolve(super::catalog_graph::ResolveArgs),
     /// Draw a package's upgrade graph as Graphviz dot or Mermaid.
     Graph(super::catalog_graph::GraphArgs),
+    /// The packages the cluster's catalogs serve (the Package views): default channel, latest
+    /// version, provider, and whether each is listed.
+    List(super::catalog_list::ListArgs),
+    /// Take a package, or one version of it, off a Catalog: new Subscriptions cannot install
+    /// it, installed operators keep running without upgrades (edits the Catalog's
+    /// `spec.delisted`).
+    Delist(super::catalog_delist::DelistArgs),
+    /// Offer a delisted package or version again (upgrades resume).
+    Relist(super::catalog_delist::RelistArgs),
 }
 
 pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
@@ -27,5 +36,8 @@ pub fn run(command: CatalogCommand) -> anyhow::Result<ExitCode> {
         CatalogCommand::UpgradePath(args) => super::catalog_graph::upgrade_path(args),
         CatalogCommand::Resolve(args) => super::catalog_graph::resolve(args),
         CatalogCommand::Graph(args) => super::catalog_graph::graph(args),
+        CatalogCommand::List(args) => super::catalog_list::list(args),
+        CatalogCommand::Delist(args) => super::catalog_delist::run_delist(args),
+        CatalogCommand::Relist(args) => super::catalog_delist::run_relist(args),
     }
 }

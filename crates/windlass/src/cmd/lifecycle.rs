@@ -6,15 +6,14 @@
 //! `TargetPinned` condition) until `windlass resume` hands it back.
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
-use windlass_api::names::annotations;
 
 use anyhow::{Context as _, bail};
 use kube::{
     Api, Client, ResourceExt,
     api::{Patch, PatchParams},
 };
-use serde_json::json;
 use windlass_api::{Blueprint, Subscription, blueprint::BlueprintPhase};
+use windlass_hub::actions::{ActionError, Rollback, resume_patch, rollback_patch, rollback_target};
 
 #[derive(clap::Args)]
 pub struct Target {
@@ -54,13 +53,13 @@ pub fn resume(args: Target) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(resume_async(args))
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
 }
 
-async fn blueprint_of(target: &Target) -> anyhow::Result<(Api<Blueprint>, Blueprint)> {
+pub(crate) async fn blueprint_of(target: &Target) -> anyhow::Result<(Api<Blueprint>, Blueprint)> {
     let client: Client = crate::manager::client(target.kubeconfig.as_ref()).await?;
     let subs = Api::<Subscription>::namespaced(client.clone(), &target.namespace);
     let sub = subs.get_opt(&target.subscription).await?.with_context(|| {
@@ -87,59 +86,26 @@ async fn blueprint_of(target: &Target) -> anyhow::Result<(Api<Blueprint>, Bluepr
 async fn rollback_async(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let (blueprints, blueprint) = blueprint_of(&args.target).await?;
     let name = blueprint.name_any();
-    let current = blueprint.spec.cluster_service_version_name.clone();
-    let to = match args.to.clone() {
-        Some(to) => {
-            let known = blueprint.status.as_ref().is_some_and(|s| {
-                s.history
-                    .iter()
-                    .any(|r| r.cluster_service_version_name == to)
-            });
-            if !known {
-                bail!(
-                    "{to} is not a revision of Blueprint {}/{name}; `kubectl get blueprint {name} -o yaml` lists status.history",
-                    args.target.namespace
-                );
-            }
-            to
+    let (from, to) = match rollback_target(&blueprint, args.to.as_deref()) {
+        Ok(Rollback { from, to, .. }) => (from, to),
+        // Forcing a target already set records the forced move again; otherwise it is a no-op.
+        Err(ActionError::AlreadyTargeted { to, .. }) if args.force => {
+            (blueprint.spec.cluster_service_version_name.clone(), to)
         }
-        None => blueprint
-            .spec
-            .old_cluster_service_version_name
-            .clone()
-            .with_context(|| {
-                format!(
-                    "Blueprint {}/{name} records no older version that Succeeded: there is nothing to roll back to",
-                    args.target.namespace
-                )
-            })?,
+        Err(error @ ActionError::AlreadyTargeted { .. }) => {
+            println!("{error} (`kubectl describe blueprint {name}`)");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(error) => bail!("{error}"),
     };
-    if to == current && !args.force {
-        println!(
-            "Blueprint {}/{name} already targets {to}; see its RollbackAllowed condition (`kubectl describe blueprint {name}`)",
-            args.target.namespace
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut spec = json!({ "clusterServiceVersionName": to });
-    if args.force {
-        spec["force"] = json!(true);
-    }
-    let patch = json!({ "apiVersion": "windlass.dev/v1alpha1", "kind": "Blueprint", "spec": spec });
     blueprints
         .patch(
             &name,
             &PatchParams::apply(windlass_api::names::CLI_FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
+            &Patch::Apply(&rollback_patch(&to, args.force)),
         )
         .await
         .with_context(|| format!("setting the target of Blueprint {name}"))?;
-    let from = blueprint
-        .status
-        .as_ref()
-        .and_then(|s| s.history.first())
-        .map(|r| r.cluster_service_version_name.clone())
-        .unwrap_or(current);
     println!(
         "Blueprint {}/{name}: rolling back from {from} to {to}{}",
         args.target.namespace,
@@ -152,11 +118,19 @@ async fn rollback_async(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
-    wait_for_outcome(&blueprints, &name, &to, Duration::from_secs(args.timeout)).await
+    wait_for_outcome(
+        &blueprints,
+        &args.target,
+        &name,
+        &to,
+        Duration::from_secs(args.timeout),
+    )
+    .await
 }
 
 async fn wait_for_outcome(
     blueprints: &Api<Blueprint>,
+    target: &Target,
     name: &str,
     to: &str,
     timeout: Duration,
@@ -184,6 +158,20 @@ async fn wait_for_outcome(
             .is_some_and(|r| r.cluster_service_version_name == to);
         match phase {
             Some(BlueprintPhase::Succeeded) if at_target => return Ok(ExitCode::SUCCESS),
+            // Under Manual approval a rollback is a plan like any other: a person looks first.
+            Some(BlueprintPhase::RequiresApproval) if at_target => {
+                if let Some(preview) = &status.preview {
+                    println!("  plan {}: {}", preview.digest, preview.summary);
+                }
+                println!(
+                    "The rollback waits for approval: `windlass plan {sub} -n {ns}` shows what it \
+                     changes and the out-of-band edits it overwrites; `windlass approve {sub} -n \
+                     {ns}` runs it.",
+                    sub = target.subscription,
+                    ns = target.namespace
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             Some(BlueprintPhase::Failed) if at_target => {
                 let why = status
                     .conditions
@@ -206,7 +194,7 @@ async fn wait_for_outcome(
 async fn resume_async(target: Target) -> anyhow::Result<ExitCode> {
     let (blueprints, blueprint) = blueprint_of(&target).await?;
     let name = blueprint.name_any();
-    let patch = json!({ "metadata": { "annotations": { annotations::RESUME: "true" } } });
+    let patch = resume_patch();
     blueprints
         .patch(
             &name,

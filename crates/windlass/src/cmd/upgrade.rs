@@ -4,17 +4,19 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context as _, bail};
+use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api,
     api::{Patch, PatchParams},
 };
 use serde_json::json;
 use windlass_api::{
-    ClusterVersion,
-    clusterversion::{CLUSTER_VERSION_NAME, LevelState},
+    ClusterVersion, ClusterVersionStatus, ConditionStatus,
+    clusterversion::{CLUSTER_VERSION_NAME, LevelState, UpdateState},
     condition::find,
     names::{CLI_FIELD_MANAGER, conditions::cluster_version as types},
 };
+use windlass_release::progress::remaining_words;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -117,12 +119,58 @@ async fn status(kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             "there is no ClusterVersion `{CLUSTER_VERSION_NAME}`: `windlass upgrade --to-image REF` asks for a release"
         );
     };
-    print!("{}", render(&version));
+    print!("{}", render(&version, Timestamp::now()));
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `windlass upgrade status` prints.
-pub fn render(version: &ClusterVersion) -> String {
+/// `12 s`, `3 min 5 s`, `1 h 4 min`, for how long something took or has been running.
+fn took(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    match seconds {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min {} s", s / 60, s % 60),
+        s => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// The update's timing: when it started and how long ago, and how long the rest should take;
+/// or how long it took.
+fn timing(status: &ClusterVersionStatus, now: Timestamp) -> Option<String> {
+    let entry = status.history.first()?;
+    let started = entry.started_time.0;
+    let since = |t: Timestamp| t.as_second() - started.as_second();
+    if entry.state == UpdateState::Completed {
+        let done = entry.completion_time.as_ref()?.0;
+        return Some(format!(
+            "Completed:   {} after {}\n",
+            done.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            took(since(done))
+        ));
+    }
+    let mut line = format!(
+        "Started:     {} ({} ago)\n",
+        started.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        took(since(now))
+    );
+    let estimate = status
+        .progress
+        .as_ref()
+        .and_then(|p| p.estimated_completion_time.as_ref())
+        .map(|end| end.0);
+    line.push_str(&match estimate {
+        Some(end) if end > now => format!(
+            "Estimate:    {} (done around {}, judging by earlier updates' levels)\n",
+            remaining_words(Some((end.as_second() - now.as_second()) as f64)),
+            end.strftime("%H:%M:%S UTC")
+        ),
+        Some(_) => "Estimate:    taking longer than earlier updates did\n".into(),
+        None => format!("Estimate:    {}\n", remaining_words(None)),
+    });
+    Some(line)
+}
+
+/// What `windlass upgrade status` prints at `now`.
+pub fn render(version: &ClusterVersion, now: Timestamp) -> String {
     let mut out = String::new();
     let Some(status) = &version.status else {
         return "no status yet: the manager has not looked at the ClusterVersion\n".into();
@@ -140,12 +188,16 @@ pub fn render(version: &ClusterVersion) -> String {
             }
         ));
     }
+    if let Some(timing) = timing(status, now) {
+        out.push_str(&timing);
+    }
     for type_ in [
         types::RELEASE_ACCEPTED,
         types::PROGRESSING,
         types::FAILING,
         types::AVAILABLE,
         types::UPGRADEABLE,
+        types::RETRIEVED_UPDATES,
     ] {
         if let Some(c) = condition(type_) {
             out.push_str(&format!(
@@ -212,28 +264,49 @@ pub fn render(version: &ClusterVersion) -> String {
         }
     }
     if !status.conditional_updates.is_empty() {
-        out.push_str("\nConditional updates (not recommended unless their risks are accepted):\n");
+        out.push_str("\nConditional updates (recommended only where their risks do not apply, or are accepted):\n");
         for update in &status.conditional_updates {
-            let risks: Vec<&str> = update.risks.iter().map(|r| r.name.as_str()).collect();
             let recommended = update
                 .conditions
                 .iter()
                 .find(|c| c.type_ == types::RECOMMENDED)
-                .map(|c| format!("Recommended={:?}", c.status))
-                .unwrap_or_default();
+                .map(|c| format!("Recommended={:?} ({})", c.status, c.reason))
+                .unwrap_or_else(|| "not evaluated".into());
             out.push_str(&format!(
-                "  {:<10} {} risks: {} {recommended}\n",
-                update.release.version,
-                update.release.image,
-                risks.join(", ")
+                "  {:<10} {} {recommended}\n",
+                update.release.version, update.release.image
             ));
+            for risk in &update.risks {
+                let applies = risk.conditions.iter().find(|c| c.type_ == types::APPLIES);
+                let judged = match applies {
+                    Some(c) if c.status == ConditionStatus::Unknown => {
+                        format!("Applies=Unknown ({}): {}", c.reason, first_line(&c.message))
+                    }
+                    Some(c) => format!("Applies={:?} ({})", c.status, c.reason),
+                    None => "not evaluated".into(),
+                };
+                out.push_str(&format!("    risk {}: {judged}\n", risk.name));
+                if !risk.url.is_empty() {
+                    out.push_str(&format!("      {}\n", risk.url));
+                }
+            }
         }
     }
     if !status.history.is_empty() {
         out.push_str("\nHistory (newest first):\n");
         for entry in &status.history {
+            let duration = entry
+                .completion_time
+                .as_ref()
+                .map(|done| {
+                    format!(
+                        " in {}",
+                        took(done.0.as_second() - entry.started_time.0.as_second())
+                    )
+                })
+                .unwrap_or_default();
             out.push_str(&format!(
-                "  {:<10} {:<9} {}{}\n",
+                "  {:<10} {:<9} {}{}{duration}\n",
                 entry.version,
                 format!("{:?}", entry.state),
                 entry.image,
@@ -243,7 +316,77 @@ pub fn render(version: &ClusterVersion) -> String {
                     " (not verified)"
                 }
             ));
+            if !entry.accepted_risks.is_empty() {
+                out.push_str(&format!(
+                    "             accepted: {}\n",
+                    entry.accepted_risks
+                ));
+            }
         }
     }
     out
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_shows_elapsed_and_estimated_time_and_why_a_risk_is_unknown() {
+        let started: Timestamp = "2026-03-01T10:00:00Z".parse().unwrap();
+        let version: ClusterVersion = serde_json::from_value(serde_json::json!({
+            "apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
+            "metadata": {"name": "version"}, "spec": {},
+            "status": {
+                "desired": {"version": "4.1.1", "image": "r@sha256:b", "verified": true},
+                "levels": [
+                    {"name": "10", "state": "Done", "manifests": 3, "components": "dns",
+                     "startedTime": "2026-03-01T10:00:00Z", "completionTime": "2026-03-01T10:00:12Z"},
+                    {"name": "30", "state": "Progressing", "manifests": 4, "components": "monitoring",
+                     "message": "to roll out (0/2 updated)", "startedTime": "2026-03-01T10:00:12Z"},
+                ],
+                "progress": {"level": "30", "position": 2, "levels": 2, "component": "monitoring",
+                    "waitingFor": "Deployment platform-monitoring/monitoring-operator to roll out (0/2 updated)",
+                    "estimatedCompletionTime": "2026-03-01T10:02:40Z"},
+                "history": [
+                    {"state": "Partial", "version": "4.1.1", "image": "r@sha256:b", "verified": true,
+                     "startedTime": "2026-03-01T10:00:00Z"},
+                    {"state": "Completed", "version": "4.1.0", "image": "r@sha256:a", "verified": false,
+                     "startedTime": "2026-02-01T10:00:00Z", "completionTime": "2026-02-01T10:03:05Z",
+                     "acceptedRisks": "force: unsigned"},
+                ],
+                "conditionalUpdates": [{
+                    "release": {"version": "4.2.0", "image": "r@sha256:c"},
+                    "risks": [{"name": "SlowIngress", "url": "https://example.invalid/slow",
+                        "conditions": [{"type": "Applies", "status": "Unknown", "reason": "EvaluationFailed",
+                            "message": "Could not evaluate exposure to update risk SlowIngress (connection refused)\n  more"}]}],
+                    "conditions": [{"type": "Recommended", "status": "Unknown", "reason": "EvaluationFailed", "message": "m"}],
+                }],
+            },
+        }))
+        .unwrap();
+        let now = started + k8s_openapi::jiff::SignedDuration::from_secs(40);
+        let shown = render(&version, now);
+        for expected in [
+            "Started:     2026-03-01 10:00:00 UTC (40 s ago)",
+            "Estimate:    about 2 min left (done around 10:02:40 UTC",
+            "30             Progressing          4  monitoring: to roll out (0/2 updated)",
+            "In progress: level 30 (2 of 2), component monitoring",
+            "4.2.0      r@sha256:c Recommended=Unknown (EvaluationFailed)",
+            "risk SlowIngress: Applies=Unknown (EvaluationFailed): Could not evaluate exposure to update risk SlowIngress (connection refused)",
+            "4.1.0      Completed r@sha256:a (not verified) in 3 min 5 s",
+            "accepted: force: unsigned",
+        ] {
+            assert!(
+                shown.contains(expected),
+                "missing {expected:?} in:\n{shown}"
+            );
+        }
+        let later = started + k8s_openapi::jiff::SignedDuration::from_secs(400);
+        assert!(render(&version, later).contains("taking longer than earlier updates did"));
+    }
 }

@@ -60,8 +60,9 @@ pub struct ManagerArgs {
 }
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 8] = [
+const CRDS: [&str; 9] = [
     "catalogs.windlass.dev",
+    "packages.windlass.dev",
     "subscriptions.windlass.dev",
     "blueprints.windlass.dev",
     "clusterserviceversions.windlass.dev",
@@ -69,6 +70,7 @@ const CRDS: [&str; 8] = [
     "installscopes.windlass.dev",
     "clusterversions.windlass.dev",
     "trustpolicies.windlass.dev",
+    "imagemirrorsets.windlass.dev",
 ];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -140,6 +142,11 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     }
     info!(controllers = ?args.controllers, %scope, "reconciling");
     let runs = |controller| args.controllers.contains(&controller);
+    if runs(scope::Controller::Package) && !runs(scope::Controller::Catalog) {
+        warn!(
+            "the package controller shows what this process's catalog controller serves; without `catalog` in --controllers it does not run"
+        );
+    }
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let state = Arc::new(http::State::default());
@@ -189,6 +196,9 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
     state.set_ready(true);
     let store = windlass_catalog_store::CatalogStore::with_cache_budget(args.bundle_cache_bytes);
+    if runs(scope::Controller::Catalog) || runs(scope::Controller::Blueprint) {
+        watch_mirrors(&client, &store).await;
+    }
     // One signature checker for every controller: verdicts are cached once per digest.
     let trust = Arc::new(windlass_kit::TrustGate::new(
         client.clone(),
@@ -270,6 +280,18 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     }
                 }
             ),
+            // Package views are cluster-wide and need this process's served catalogs.
+            scope::only_if(
+                runs(scope::Controller::Package)
+                    && runs(scope::Controller::Catalog)
+                    && args.watch_namespace.is_none(),
+                windlass_package_controller::run(
+                    client.clone(),
+                    store.clone(),
+                    registry.controller("package"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
+            ),
             scope::only_if(
                 runs(scope::Controller::InstallScope),
                 windlass_install_scope_controller::run(
@@ -301,6 +323,25 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     }
     info!("stopped");
     Ok(())
+}
+
+/// Keeps the store's mirror rules current from the cluster's ImageMirrorSets, and waits for
+/// the first list: installs decide their images' mirrors once, so controllers should not
+/// start without the rules.
+async fn watch_mirrors(client: &Client, store: &Arc<windlass_catalog_store::CatalogStore>) {
+    let (listed, first_list) = tokio::sync::oneshot::channel();
+    let target = store.clone();
+    tokio::spawn(windlass_kit::mirrors::watch(
+        client.clone(),
+        move |rules| target.set_mirrors(rules),
+        listed,
+    ));
+    match tokio::time::timeout(windlass_kit::mirrors::FIRST_LIST_PATIENCE, first_list).await {
+        Ok(Ok(())) => info!("image mirror rules read"),
+        _ => warn!(
+            "ImageMirrorSets could not be listed yet; starting without mirror rules until they are"
+        ),
+    }
 }
 
 fn until_shutdown(

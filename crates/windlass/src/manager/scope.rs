@@ -4,7 +4,7 @@
 //! Uses: a manager confined to one team's namespace; the ClusterServiceVersion controller alone
 //! (`--controllers clusterserviceversion`) where CSVs are applied by other means; controllers
 //! split over processes; a second manager in a test namespace beside the cluster-wide one.
-//! The Subscription and Blueprint controllers read the catalogs this process's Catalog
+//! The Subscription, Blueprint and Package controllers read the catalogs this process's Catalog
 //! controller serves, so leaving `catalog` out leaves them without catalogs.
 //!
 //! The namespace reaches each controller as an explicit `windlass_kit::Scope`: every watch is
@@ -27,16 +27,20 @@ pub enum Controller {
     InstallScope,
     #[value(name = "clusterversion")]
     ClusterVersion,
+    /// The Package views of what the catalogs serve (runs beside `catalog`).
+    #[value(name = "package")]
+    Package,
 }
 
 impl Controller {
-    pub const ALL: [Controller; 6] = [
+    pub const ALL: [Controller; 7] = [
         Controller::Catalog,
         Controller::Subscription,
         Controller::Blueprint,
         Controller::ClusterServiceVersion,
         Controller::InstallScope,
         Controller::ClusterVersion,
+        Controller::Package,
     ];
 }
 
@@ -74,7 +78,8 @@ mod tests {
                 "blueprint",
                 "clusterserviceversion",
                 "installscope",
-                "clusterversion"
+                "clusterversion",
+                "package"
             ]
         );
     }

@@ -5,3 +5,5 @@ pub mod api_verdict;
 pub mod corpus_cases;
 pub mod crd_variants;
 pub mod helm;
+pub mod hub;
+pub mod isolated;

@@ -3,13 +3,14 @@
 //! revision content, applies CSVs) and the CSV controller's part on request, so a test reads as
 //! a scenario: subscribe, settle, let the CSV succeed or fail, settle again, look.
 
+mod approval;
 mod rollback;
 mod transitions;
 
 use k8s_openapi::jiff::Timestamp;
 use windlass_api::{
     BlueprintSpec, BlueprintStatus, CsvPhase,
-    blueprint::{BlueprintPhase, ResolvedBundle, RevisionOutcome, RevisionRecord},
+    blueprint::{BlueprintPhase, PlanPreview, ResolvedBundle, RevisionOutcome, RevisionRecord},
     condition::{Condition, ConditionStatus},
 };
 
@@ -47,6 +48,11 @@ pub(super) struct World {
     pub validation: Validation,
     /// What the rollback-source check reports when asked.
     pub rollback_source: Result<(), Refusal>,
+    /// Part of every plan digest, standing for what the digest binds besides the stored
+    /// settings (the install identity, the target namespaces a policy allows).
+    pub placement: String,
+    /// The preview requests answered, in order.
+    pub previews: Vec<PreviewRequest>,
     pub now: Timestamp,
 }
 
@@ -69,8 +75,11 @@ impl World {
             validation: Validation::Ready {
                 kept_crds: Vec::new(),
                 verified_by: Vec::new(),
+                image_rewrites: Vec::new(),
             },
             rollback_source: Ok(()),
+            placement: "as installer".into(),
+            previews: Vec::new(),
             now: Timestamp::from_second(1_800_000_000).unwrap(),
         }
     }
@@ -99,6 +108,19 @@ impl World {
                 Action::Check(Need::Validate(request)) => {
                     self.store_content(request);
                     facts.validation = Some(self.validation.clone());
+                    facts.plan_digest = Some(self.plan_digest(request.revision));
+                }
+                Action::Check(Need::Preview(request)) => {
+                    let digest = facts.plan_digest.clone().expect("validated first");
+                    facts.preview = Some(PlanPreview {
+                        revision: request.apply.content.revision,
+                        summary: format!("{} to {}", request.kind, request.apply.content.csv_name),
+                        secret: format!("{NAME}.r{}.plan", request.apply.content.revision),
+                        checksum: format!("sha256:stored-{digest}"),
+                        digest,
+                        ..PlanPreview::default()
+                    });
+                    self.previews.push(*request.clone());
                 }
                 Action::Check(Need::RollbackSource { revision }) => {
                     facts.rollback_source = Some((*revision, self.rollback_source.clone()));
@@ -124,6 +146,24 @@ impl World {
             last = next;
         }
         last
+    }
+
+    /// The plan digest of a stored revision: its content and settings, and the placement.
+    pub fn plan_digest(&self, revision: i64) -> String {
+        let stored = self
+            .stored
+            .iter()
+            .find(|s| s.revision == revision)
+            .expect("validated content is stored");
+        let settings = stored.settings.clone().unwrap_or_default();
+        format!(
+            "sha256:{}|{:?}|{:?}|{:?}|{}",
+            stored.csv_name,
+            settings.digest,
+            settings.config,
+            settings.target_namespaces,
+            self.placement
+        )
     }
 
     /// The dereference stage: a revision's content is stored before anything is applied.
@@ -161,6 +201,9 @@ impl World {
             self.spec.old_cluster_service_version_name = b.old_cluster_service_version_name.clone();
             if let Some(approved) = b.approved {
                 self.spec.approved = approved;
+            }
+            if let Some(approved_plan) = &b.approved_plan {
+                self.spec.approved_plan = approved_plan.clone();
             }
             self.generation += 1;
         }

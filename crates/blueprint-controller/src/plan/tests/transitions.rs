@@ -18,6 +18,7 @@ fn first_install_records_the_revision_then_applies_then_completes() {
             old_version: None,
             old_cluster_service_version_name: None,
             approved: Some(false),
+            approved_plan: Some(None),
         })
     );
     assert_eq!(
@@ -118,7 +119,9 @@ fn manual_approval_waits_per_revision_and_nothing_is_applied_meanwhile() {
         "approval is reset when a revision starts"
     );
     assert_eq!(waiting.action, Action::Record);
-    assert!(world.stored.is_empty() && world.csvs.is_empty());
+    // Its content is stored and previewed, nothing of it applied.
+    assert!(world.csvs.is_empty());
+    assert_eq!(world.stored.len(), 1);
 
     world.spec.approved = true;
     world.generation += 1;
@@ -137,10 +140,12 @@ fn manual_approval_waits_per_revision_and_nothing_is_applied_meanwhile() {
         Some("1.0.0"),
         "what runs until the upgrade is approved"
     );
-    assert_eq!(
-        world.step("CRDs").1,
-        "waiting for approval: set spec.approved to true"
+    let waiting = world.step("CRDs").1;
+    assert!(
+        waiting.starts_with("plan sha256:acme-db.v1.0.1|") && waiting.contains("waits for approval"),
+        "{waiting}"
     );
+    assert!(waiting.contains("`windlass approve db`"), "{waiting}");
 }
 
 #[test]
@@ -236,6 +241,7 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
     world.validation = Validation::Ready {
         kept_crds: vec![],
         verified_by: vec![],
+        image_rewrites: vec![],
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -269,6 +275,7 @@ fn tampered_content_is_never_applied_and_never_rolled_back_from() {
     world.validation = Validation::Ready {
         kept_crds: vec![],
         verified_by: vec![],
+        image_rewrites: vec![],
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -517,6 +524,7 @@ fn a_signature_refusal_holds_the_install_and_the_keys_that_signed_are_recorded_o
     world.validation = Validation::Ready {
         kept_crds: vec![],
         verified_by: vec!["p/a".into()],
+        image_rewrites: vec![],
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -529,4 +537,42 @@ fn a_signature_refusal_holds_the_install_and_the_keys_that_signed_are_recorded_o
     );
     assert_eq!(world.record(2).verified_by, ["p/a"]);
     assert!(world.record(1).verified_by.is_empty());
+}
+
+#[test]
+fn the_images_taken_from_mirrors_are_recorded_on_the_revision_once_it_runs() {
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+    let rewrites = vec![
+        windlass_api::ImageRewrite {
+            image: "quay.io/acme/db-bundle@sha256:1".into(),
+            mirror: "registry.site/acme/db-bundle@sha256:1".into(),
+            mirror_set: "site".into(),
+        },
+        windlass_api::ImageRewrite {
+            image: "quay.io/acme/db-operator@sha256:2".into(),
+            mirror: "registry.site/acme/db-operator@sha256:2".into(),
+            mirror_set: "site".into(),
+        },
+    ];
+    world.validation = Validation::Ready {
+        kept_crds: vec![],
+        verified_by: vec![],
+        image_rewrites: rewrites.clone(),
+    };
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert_eq!(world.record(2).image_rewrites, rewrites);
+    assert!(
+        world.record(1).image_rewrites.is_empty(),
+        "the earlier revision keeps its own"
+    );
+    // Content read again later says the same; the record is written once, when it starts.
+    world.validation = Validation::Ready {
+        kept_crds: vec![],
+        verified_by: vec![],
+        image_rewrites: vec![],
+    };
+    world.settle();
+    assert_eq!(world.record(2).image_rewrites, rewrites);
 }

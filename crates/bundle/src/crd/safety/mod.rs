@@ -1,10 +1,13 @@
 //! CRD upgrade safety: may a live CustomResourceDefinition be replaced by a new one?
 //!
 //! Pure code on plain JSON (`apiextensions.k8s.io/v1`, the new CRD already converted): the
-//! caller reads the live CRD and its custom resources and passes them in. [`assess`] runs every
-//! rule below and gives each finding a verdict; [`check`] is the subset the Blueprint controller
-//! enforces today (OLM v0's rules and the existing objects). [`unchanged`] says whether writing
-//! the new CRD changes anything at all (omitted keys count: the forced apply removes them).
+//! caller reads the live CRD and its custom resources and passes them in. [`findings`] runs
+//! every rule below and gives each finding a verdict: the Blueprint controller refuses an
+//! upgrade for any finding that blocks and shows the rest in the plan it previews; [`assess`]
+//! is the same for a reader of one namespace; [`check`] is the subset without the
+//! schema-to-schema rules (OLM v0's rules and the existing objects). [`unchanged`] says whether
+//! writing the new CRD changes anything at all (omitted keys count: the forced apply removes
+//! them).
 //!
 //! | rule (reason) | what | verdict |
 //! |---|---|---|
@@ -99,8 +102,8 @@ pub fn findings(live: &Value, new: &Value, existing: &[Value]) -> Vec<Violation>
 }
 
 /// The blocking findings of OLM v0's rules (stored version removed, scope changed) and of the
-/// existing objects (schema, CEL rules, pruning): what the Blueprint controller refuses an
-/// upgrade for. Empty when the replacement is safe by those rules.
+/// existing objects (schema, CEL rules, pruning), without the schema-to-schema rules. Empty when
+/// the replacement is safe by those rules.
 pub fn check(live: &Value, new: &Value, existing: &[Value]) -> Vec<Violation> {
     if !live.is_object() {
         return Vec::new();

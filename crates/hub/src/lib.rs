@@ -1,0 +1,32 @@
+//! The hub's pure side: everything the hub page and its read API show, computed from catalog
+//! content and cluster objects handed in, with no cluster or network access. The server
+//! (`windlass-hub-server`) reads catalogs and acts as the signed-in person; this crate decides
+//! what they see and what an action writes.
+//!
+//! - [`metadata`]: a bundle's display metadata, from its CSV or its `olm.csv.metadata`.
+//! - [`index`]: one summary per (catalog, package); search and filters.
+//! - [`detail`]: one package in full: channels, versions, upgrade graph, APIs, samples.
+//! - [`graph`]: the upgrade graph as an SVG picture.
+//! - [`markdown`]: catalog markdown to sanitized HTML.
+//! - [`pages`], [`html`]: the pages; [`assets`]: the script and stylesheet they load.
+//! - [`api`]: the read API's bodies.
+//! - [`actions`]: what install, approve, roll back and resume write.
+//! - [`security`]: the CSP, CSRF tokens, origin checks, cookies and icon types.
+//! - [`synthetic`]: generated catalogs for tests and the benchmark.
+
+pub mod actions;
+pub mod api;
+pub mod assets;
+pub mod detail;
+pub mod graph;
+pub mod html;
+pub mod index;
+pub mod markdown;
+pub mod metadata;
+pub mod pages;
+pub mod security;
+pub mod synthetic;
+
+pub use detail::PackageDetail;
+pub use index::{CatalogContent, HubIndex, PackageSummary, Query};
+pub use metadata::BundleMetadata;

@@ -1,0 +1,415 @@
+//! The hub page in a real browser: Debian's headless chromium, driven over WebDriver, against
+//! `windlass hub` and the local control plane with the manager running.
+//!
+//! The scenarios a person goes through: search, read a package, install with manual approval,
+//! approve and watch it succeed without reloading, roll back; a person with read-only rights
+//! is refused by the API server, in its words, and nothing is created; a description carrying
+//! a `<script>` shows it as text and nothing runs. The tests save the screenshots the README
+//! shows (`crates/hub/screenshots/`).
+
+use std::time::Duration;
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+use windlass_api::{Blueprint, Subscription, blueprint::BlueprintPhase};
+use windlass_testkit::{
+    TestNamespace,
+    catalogs::{TestCatalog, publish},
+    lifecycle::{is_at, wait_blueprint},
+    require_manager, unique_name, wait_until_authorized,
+};
+
+use crate::common::hub::{Browser, HubProcess, impersonating_kubeconfig};
+
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Given a catalog offering a package at 1.0.0, when a person searches for it in the hub,
+/// opens its page, and installs it into their namespace with Manual approval, then a
+/// Subscription waits for approval; when they approve it in the installed view, the page shows
+/// Succeeded without a reload; when 1.0.1 arrives and they approve it too, and then press the
+/// rollback button, 1.0.0 is back.
+#[tokio::test]
+async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_browser() {
+    require_manager();
+    let admin = windlass_testkit::client().await;
+    let ns = TestNamespace::create(&admin, "hub-install").await;
+    let package = unique_name("hubdb");
+    let old = publish(&package, "acme-db/1.0.0", |_| {}).await;
+    let new = publish(&package, "acme-db/1.0.1", |_| {}).await;
+    let catalog = TestCatalog::serving(&admin, "hub", std::slice::from_ref(&old)).await;
+
+    let hub = HubProcess::kubeconfig(&windlass_testkit::kubeconfig_path());
+    let browser = Browser::start().await;
+    let b = &browser;
+    b.client.goto(&hub.login_url()).await.unwrap();
+    assert_eq!(
+        b.client.current_url().await.unwrap().path(),
+        "/",
+        "signed in, sent to the list"
+    );
+
+    // Search finds it: the search box filters as one types.
+    b.text("#count").await;
+    b.fill("#q", &package).await;
+    let card = format!("li.card[data-package=\"{package}\"]");
+    b.wait_text(&card, "the package's card", TIMEOUT, |t| {
+        t.contains("Acme DB")
+    })
+    .await;
+    assert_eq!(b.text("#count").await, "1 package");
+    b.screenshot("list").await;
+
+    // Its page shows the versions and the upgrade graph.
+    b.click(&format!("{card} a.card-link"), TIMEOUT).await;
+    assert_eq!(b.text("#title").await, "Acme DB");
+    let versions = b.text("section.channel table.entries").await;
+    assert!(versions.contains("1.0.0"), "{versions}");
+    let graph_loaded = b
+        .eval("const g = document.querySelector('img.graph-image'); return g && g.complete && g.naturalWidth > 0;")
+        .await;
+    assert_eq!(graph_loaded, json!(true), "the upgrade graph is drawn");
+    assert!(
+        b.text("#owned-apis")
+            .await
+            .contains("databases.acme.windlass.dev")
+    );
+
+    // Install with Manual approval.
+    b.fill("#install-namespace", &ns.name).await;
+    b.click("#install-manual", TIMEOUT).await;
+    b.click("#install-submit", TIMEOUT).await;
+    b.wait_text("#install-result", "the install's answer", TIMEOUT, |t| {
+        t.contains("created")
+    })
+    .await;
+    b.screenshot("package").await;
+    let subscription = Api::<Subscription>::namespaced(admin.clone(), &ns.name)
+        .get(&package)
+        .await
+        .expect("the hub created the Subscription");
+    assert_eq!(
+        subscription.spec.catalog.as_deref(),
+        Some(catalog.name.as_str())
+    );
+    assert_eq!(
+        serde_json::to_value(subscription.spec.approval).unwrap(),
+        json!("Manual")
+    );
+    wait_blueprint(
+        &admin,
+        &ns.name,
+        &package,
+        "waiting for approval",
+        TIMEOUT,
+        |b| windlass_testkit::lifecycle::phase(b) == Some(BlueprintPhase::RequiresApproval),
+    )
+    .await;
+
+    // Approve from the installed view; the page follows without a reload.
+    b.client
+        .goto(&format!("{}/installed?namespace={}", hub.url, ns.name))
+        .await
+        .unwrap();
+    b.eval("window.hubSamePage = 'yes'; return 1;").await;
+    let row = format!("tr[data-subscription=\"{package}\"]");
+    b.wait_text(&format!("{row} .phase"), "RequiresApproval", TIMEOUT, |t| {
+        t == "RequiresApproval"
+    })
+    .await;
+    b.click(&format!("{row} button.approve"), TIMEOUT).await;
+    b.wait_text("#action-result", "the approval's answer", TIMEOUT, |t| {
+        t.contains("approved")
+    })
+    .await;
+    b.wait_text(&format!("{row} .phase"), "Succeeded", TIMEOUT, |t| {
+        t == "Succeeded"
+    })
+    .await;
+    assert_eq!(b.text(&format!("{row} .version")).await, "1.0.0");
+    assert_eq!(
+        b.eval("return window.hubSamePage || null;").await,
+        json!("yes"),
+        "the page was never reloaded"
+    );
+
+    // 1.0.1 arrives; approve it too.
+    catalog
+        .api()
+        .patch(
+            &catalog.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "source": { "bundleImages": [old, new] } } })),
+        )
+        .await
+        .unwrap();
+    b.wait_text(&format!("{row} .version"), "1.0.1 waiting", TIMEOUT, |t| {
+        t == "1.0.1"
+    })
+    .await;
+    b.wait_text(&format!("{row} .phase"), "RequiresApproval", TIMEOUT, |t| {
+        t == "RequiresApproval"
+    })
+    .await;
+    b.click(&format!("{row} button.approve"), TIMEOUT).await;
+    b.wait_text(
+        &format!("{row} .phase"),
+        "Succeeded at 1.0.1",
+        TIMEOUT,
+        |t| t == "Succeeded",
+    )
+    .await;
+    b.wait_text(&format!("{row} .version"), "1.0.1", TIMEOUT, |t| {
+        t == "1.0.1"
+    })
+    .await;
+    b.screenshot("installed").await;
+
+    // The rollback button brings 1.0.0 back.
+    b.wait_text(
+        &format!("{row} button.rollback"),
+        "a rollback offer",
+        TIMEOUT,
+        |t| t.contains("acme-db.v1.0.0"),
+    )
+    .await;
+    b.click(&format!("{row} button.rollback"), TIMEOUT).await;
+    b.wait_text("#action-result", "the rollback's answer", TIMEOUT, |t| {
+        t.contains("rolling back")
+    })
+    .await;
+    b.wait_text(&format!("{row} .version"), "1.0.0 again", TIMEOUT, |t| {
+        t == "1.0.0"
+    })
+    .await;
+    b.wait_text(
+        &format!("{row} .phase"),
+        "Succeeded at 1.0.0",
+        TIMEOUT,
+        |t| t == "Succeeded",
+    )
+    .await;
+    wait_blueprint(&admin, &ns.name, &package, "1.0.0 again", TIMEOUT, |bp| {
+        is_at(bp, BlueprintPhase::Succeeded, "1.0.0")
+    })
+    .await;
+    assert_eq!(
+        b.eval("return window.hubSamePage || null;").await,
+        json!("yes"),
+        "still the same page"
+    );
+    browser.close().await;
+}
+
+/// Roles that let `user` read Catalogs and a namespace's Subscriptions and Blueprints, and
+/// nothing more; removed when dropped.
+struct ReadOnly {
+    name: String,
+}
+
+impl ReadOnly {
+    async fn grant(admin: &Client, user: &str, namespace: &str) -> ReadOnly {
+        let name = unique_name("hub-read-only");
+        let reader = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch"]}],
+        });
+        Api::<ClusterRole>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(reader).unwrap(),
+            )
+            .await
+            .unwrap();
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        });
+        Api::<ClusterRoleBinding>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(binding).unwrap(),
+            )
+            .await
+            .unwrap();
+        let role = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "hub-read-only"},
+            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": ["get", "list", "watch"]}],
+        });
+        Api::<Role>::namespaced(admin.clone(), namespace)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(role).unwrap(),
+            )
+            .await
+            .unwrap();
+        let role_binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "hub-read-only"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "hub-read-only"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        });
+        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(role_binding).unwrap(),
+            )
+            .await
+            .unwrap();
+        wait_until_authorized(
+            admin,
+            user,
+            namespace,
+            ("windlass.dev", "subscriptions", "list"),
+        )
+        .await;
+        wait_until_authorized(admin, user, "", ("windlass.dev", "catalogs", "list")).await;
+        ReadOnly { name }
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        for kind in ["clusterrolebinding", "clusterrole"] {
+            let _ = windlass_testkit::kubectl()
+                .args([
+                    "delete",
+                    kind,
+                    &self.name,
+                    "--ignore-not-found",
+                    "--wait=false",
+                ])
+                .output();
+        }
+    }
+}
+
+/// Given a user who may read catalogs and their namespace's Subscriptions but not create
+/// them, when they install from the hub (acting with their identity), then the page shows the
+/// API server's refusal naming them, and no Subscription appears, however long one waits.
+#[tokio::test]
+async fn a_read_only_user_sees_the_install_refused_in_the_api_servers_words_and_nothing_is_created()
+{
+    require_manager();
+    let admin = windlass_testkit::client().await;
+    let ns = TestNamespace::create(&admin, "hub-readonly").await;
+    let user = unique_name("hub-viewer");
+    let _grants = ReadOnly::grant(&admin, &user, &ns.name).await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = HubProcess::kubeconfig(&impersonating_kubeconfig(&user, dir.path()));
+
+    let browser = Browser::start().await;
+    let b = &browser;
+    b.client.goto(&hub.login_url()).await.unwrap();
+    let who = b.text("header.top .who").await;
+    assert!(
+        who.contains(&user),
+        "the hub shows whom it acts as: {who:?}"
+    );
+    b.client
+        .goto(&format!("{}/packages/builtin/acme-db", hub.url))
+        .await
+        .unwrap();
+    assert_eq!(b.text("#title").await, "Acme DB");
+    b.fill("#install-namespace", &ns.name).await;
+    b.click("#install-submit", TIMEOUT).await;
+    let refusal = b
+        .wait_text("#install-result", "the refusal", TIMEOUT, |t| !t.is_empty())
+        .await;
+    assert!(
+        refusal.contains("forbidden")
+            && refusal.contains(&format!("User \"{user}\""))
+            && refusal.contains("cannot create resource \"subscriptions\""),
+        "the API server's own reason: {refusal}"
+    );
+    let class = b
+        .eval("return document.getElementById('install-result').className;")
+        .await;
+    assert_eq!(class, json!("message error"));
+
+    // Nothing was created, and nothing appears later either.
+    let subscriptions = Api::<Subscription>::namespaced(admin.clone(), &ns.name);
+    let blueprints = Api::<Blueprint>::namespaced(admin.clone(), &ns.name);
+    for _ in 0..10 {
+        assert!(
+            subscriptions
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+        assert!(
+            blueprints
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // The person's view of the namespace works: reading is what they may do.
+    b.client
+        .goto(&format!("{}/installed?namespace={}", hub.url, ns.name))
+        .await
+        .unwrap();
+    let empty = b.text("#installed").await;
+    assert!(empty.contains("No Subscriptions"), "{empty}");
+    browser.close().await;
+    let _ = Api::<Role>::namespaced(admin.clone(), &ns.name)
+        .delete("hub-read-only", &DeleteParams::default())
+        .await;
+}
+
+/// Given a package whose description carries a `<script>` and an inline event handler, when
+/// its page is opened, then the text is shown as written and no script of it runs.
+#[tokio::test]
+async fn a_script_in_a_description_is_shown_as_text_and_never_runs() {
+    require_manager();
+    let admin = windlass_testkit::client().await;
+    let package = unique_name("hubxss");
+    let image = publish(&package, "acme-db/1.0.0", |object| {
+        if object["kind"] == "ClusterServiceVersion" {
+            object["spec"]["description"] = json!(
+                "Before <script>window.hubOwned = true; document.title = 'owned';</script> after.\n\n<img src=x onerror=\"window.hubOwned = true\">"
+            );
+        }
+    })
+    .await;
+    let catalog = TestCatalog::serving(&admin, "hubxss", std::slice::from_ref(&image)).await;
+    let hub = HubProcess::kubeconfig(&windlass_testkit::kubeconfig_path());
+    let browser = Browser::start().await;
+    let b = &browser;
+    b.client.goto(&hub.login_url()).await.unwrap();
+    b.client
+        .goto(&format!("{}/packages/{}/{package}", hub.url, catalog.name))
+        .await
+        .unwrap();
+    let description = b.text("#description").await;
+    assert!(
+        description.contains("<script>window.hubOwned = true; document.title = 'owned';</script>"),
+        "shown as text: {description}"
+    );
+    assert!(description.contains("<img src=x onerror="), "{description}");
+    // Give anything that could run a moment, then look.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        b.eval("return window.hubOwned === undefined;").await,
+        json!(true)
+    );
+    assert_ne!(b.client.title().await.unwrap(), "owned");
+    assert_eq!(
+        b.eval("return document.querySelectorAll('#description script, #description img').length;")
+            .await,
+        json!(0)
+    );
+    browser.close().await;
+}
