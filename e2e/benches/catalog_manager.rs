@@ -18,7 +18,8 @@ use serde_json::json;
 use windlass_api::{Catalog, catalog::CatalogPhase};
 use windlass_catalog::fbc;
 use windlass_testkit::{
-    catalogs::phase, kubectl, manager, registry, require_manager, run_ok, tools, unique_name,
+    catalogs::phase, kubectl, manager, registry, require_manager, run_ok, unique_name,
+    windlass_binary,
 };
 
 const VERSIONS: usize = 50;
@@ -86,7 +87,7 @@ async fn main() {
         bytes as f64 / 1e6
     );
     let pushed = run_ok(
-        std::process::Command::new(tools::windlass_binary())
+        std::process::Command::new(windlass_binary())
             .args(["catalog", "push"])
             .arg(dir.path())
             .args([&reference, "--plain-http"]),

@@ -35,8 +35,8 @@ pub use config::{OperatorConfig, UpgradePolicy};
 pub use csv::{
     ClusterServiceVersion, ClusterServiceVersionSpec, ClusterServiceVersionStatus, CsvPhase,
 };
-pub use package::{Package, PackageStatus};
 pub use mirror::{ImageMirrorSet, ImageMirrorSetSpec, ImageRewrite};
+pub use package::{Package, PackageStatus};
 pub use policy::{InstallPolicy, InstallPolicySpec};
 pub use scope::{InstallGrant, InstallScope, InstallScopeStatus};
 pub use subscription::{Subscription, SubscriptionSpec, SubscriptionStatus};

@@ -27,8 +27,8 @@ use windlass_bundle::crd::safety as crd_safety;
 use windlass_bundle::legacy_apis::{ConvertedManifests, convert_manifests};
 use windlass_catalog_store::{BundleContent, CatalogStore};
 use windlass_kit::{Applier, TrustGate};
-use windlass_revisions::SealKey;
 use windlass_preview::CrdAction;
+use windlass_revisions::SealKey;
 use windlass_trust::{Artifact, ArtifactClass};
 
 use crate::{

@@ -187,7 +187,8 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         });
         match &decision.action {
             Step::Check(Need::Validate(request)) => {
-                let (validation, content) = content::validate(
+                // Boxed, as the preview below: each is large and runs once per revision.
+                let (validation, content) = Box::pin(content::validate(
                     &ctx.applier,
                     &ctx.seal_key,
                     &ctx.store,
@@ -195,7 +196,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                     blueprint,
                     request,
                     &observed,
-                )
+                ))
                 .await?;
                 facts.validation = Some(validation);
                 facts.plan_digest = content
@@ -218,8 +219,13 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                     known_kinds: &observed.kinds,
                     now,
                 };
-                let preview =
-                    crate::preview::preview(&preview_ctx, blueprint, loaded, request).await?;
+                let preview = Box::pin(crate::preview::preview(
+                    &preview_ctx,
+                    blueprint,
+                    loaded,
+                    request,
+                ))
+                .await?;
                 facts.preview = Some(preview);
             }
             Step::Check(Need::RollbackSource { revision }) => {
@@ -332,6 +338,8 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
 }
 
 /// The applier acting as the install identity of `loaded`'s placement.
+// The reconcile's one error type; this runs once per reconcile, so its size costs nothing.
+#[allow(clippy::result_large_err)]
 fn installer_for(ctx: &Context, loaded: &content::Loaded, name: &str) -> Result<Applier, Error> {
     let identity = loaded.placement.permit.identity.username();
     ctx.identities

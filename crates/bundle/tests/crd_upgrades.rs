@@ -46,7 +46,11 @@ fn versions(package: &Path) -> Vec<PathBuf> {
         .flatten()
         .filter(|e| e.path().is_dir())
         .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().trim_start_matches('v').to_string();
+            let name = e
+                .file_name()
+                .to_string_lossy()
+                .trim_start_matches('v')
+                .to_string();
             Some((semver::Version::parse(&name).ok()?, e.path()))
         })
         .collect();
@@ -88,14 +92,21 @@ fn upgrades(root: &Path) -> Vec<(String, String, String, Vec<Violation>)> {
 fn every_upgrade_of_the_sample_operators_passes_every_rule() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles");
     let upgrades = upgrades(&root);
-    assert!(upgrades.len() >= 4, "acme-db and acme-monitor upgrades: {}", upgrades.len());
+    assert!(
+        upgrades.len() >= 4,
+        "acme-db and acme-monitor upgrades: {}",
+        upgrades.len()
+    );
     for (package, from, to, found) in &upgrades {
         let blocking: Vec<String> = found
             .iter()
             .filter(|v| v.verdict == Verdict::Blocks)
             .map(ToString::to_string)
             .collect();
-        assert!(blocking.is_empty(), "{package} {from} -> {to}: {blocking:#?}");
+        assert!(
+            blocking.is_empty(),
+            "{package} {from} -> {to}: {blocking:#?}"
+        );
     }
 }
 
@@ -109,7 +120,10 @@ fn corpus_upgrades_name_what_each_finding_is_about() {
     let mut by_rule: BTreeMap<&'static str, usize> = BTreeMap::new();
     for (package, from, to, found) in &upgrades {
         for finding in found {
-            assert!(!finding.crd.is_empty() && !finding.message.is_empty(), "{finding:?}");
+            assert!(
+                !finding.crd.is_empty() && !finding.message.is_empty(),
+                "{finding:?}"
+            );
             if !finding.kind.is_crd_wide() && !finding.kind.is_about_an_object() {
                 assert!(
                     finding.version.is_some() && finding.field.is_some(),
@@ -117,8 +131,11 @@ fn corpus_upgrades_name_what_each_finding_is_about() {
                 );
             }
         }
-        let blocking: Vec<ViolationKind> =
-            found.iter().filter(|v| v.blocks()).map(|v| v.kind).collect();
+        let blocking: Vec<ViolationKind> = found
+            .iter()
+            .filter(|v| v.blocks())
+            .map(|v| v.kind)
+            .collect();
         if !blocking.is_empty() {
             refused += 1;
             for kind in blocking {
@@ -131,5 +148,9 @@ fn corpus_upgrades_name_what_each_finding_is_about() {
          blocking findings by rule: {by_rule:?}",
         upgrades.len()
     );
-    assert!(upgrades.len() > 100, "the corpus has hundreds of upgrades: {}", upgrades.len());
+    assert!(
+        upgrades.len() > 100,
+        "the corpus has hundreds of upgrades: {}",
+        upgrades.len()
+    );
 }

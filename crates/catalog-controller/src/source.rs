@@ -340,14 +340,13 @@ pub async fn read_image(
     let (files, labels) = (pulled.files, pulled.labels);
     let image = reference.to_string();
     let offered = previous.map(|p| p.catalog.clone());
-    let mut content = tokio::task::spawn_blocking(move || {
-        read_fbc(files, &labels, &image, offered.as_deref())
-    })
-    .await
-    .map_err(|e| SourceError::Invalid {
-        image: reference.into(),
-        message: format!("reading the catalog: {e}"),
-    })??;
+    let mut content =
+        tokio::task::spawn_blocking(move || read_fbc(files, &labels, &image, offered.as_deref()))
+            .await
+            .map_err(|e| SourceError::Invalid {
+                image: reference.into(),
+                message: format!("reading the catalog: {e}"),
+            })??;
     content.digest = pulled.digest;
     content.verification = verification;
     content.pulled_from = from;
@@ -595,6 +594,7 @@ impl Reader {
                     without_image: Vec::new(),
                     verification: None,
                     listing: builtin.listing.clone(),
+                    pulled_from: None,
                 })
             }
             CatalogSourceType::Image => {
@@ -622,7 +622,7 @@ impl Reader {
                     options,
                     &store.mirrors(),
                     store,
-                    previous.as_ref().map(|p| &p.catalog),
+                    previous.as_ref().map(|p| &*p.catalog),
                 )
                 .await
             }

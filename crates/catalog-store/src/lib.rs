@@ -442,9 +442,9 @@ impl CatalogStore {
             }
         }
         // A package delisted whole by one catalog but offered by another is not delisted.
-        selection.delisted.retain(|name, by| {
-            !by.versions.is_empty() || !selection.origin.contains_key(name)
-        });
+        selection
+            .delisted
+            .retain(|name, by| !by.versions.is_empty() || !selection.origin.contains_key(name));
         // The common case, one catalog serving every package as it is: share it.
         let sole = ordered.iter().find(|served| {
             selection.origin.len() == served.catalog.packages.len()

@@ -129,7 +129,9 @@ fn versions(name: &str, priority: i32) -> ServedCatalog {
             entries,
         },
     );
-    served.catalog.packages.insert("db".into(), package);
+    Arc::make_mut(&mut served.catalog)
+        .packages
+        .insert("db".into(), package);
     served
 }
 

@@ -249,9 +249,12 @@ mod tests {
         );
     }
 
+    /// The annotation, the name shown, and every name by language.
+    type NameCase<'a> = (&'a str, Option<&'a str>, &'a [(&'a str, &'a str)]);
+
     #[test]
     fn names_are_plain_or_i18n_json() {
-        let cases: [(&str, Option<&str>, &[(&str, &str)]); 6] = [
+        let cases: [NameCase; 6] = [
             ("Acme", Some("Acme"), &[]),
             ("  Acme Corp ", Some("Acme Corp"), &[]),
             (

@@ -41,7 +41,7 @@ pub enum AuthMode {
     },
     /// Act with each person's own bearer token, after `reviewer` (the hub's own account)
     /// checked it with a TokenReview. `base` is how to reach the API server.
-    BearerToken { reviewer: Client, base: Config },
+    BearerToken { reviewer: Client, base: Box<Config> },
 }
 
 /// The person behind a request.

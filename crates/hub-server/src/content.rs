@@ -177,7 +177,7 @@ impl Contents {
             CatalogSourceType::BuiltIn => {
                 let builtin = self.reader.builtin().await.map_err(|e| e.to_string())?;
                 let mut metadata = BTreeMap::new();
-                for (csv, location) in &builtin.bundles {
+                for (csv, location) in builtin.bundles.iter() {
                     if let BundleLocation::Directory { path, .. } = location {
                         let bundle = windlass_bundle::load_bundle(path)
                             .map_err(|e| format!("{csv}: {e}"))?;
@@ -192,17 +192,23 @@ impl Contents {
                     .as_deref()
                     .ok_or("spec.source.image is empty")?;
                 let reference = pinned(image, &digest);
-                let content = read_image(&reference, &options(&reference), None, None)
+                let content = read_image(&reference, options, &self.store.mirrors(), None, None)
                     .await
                     .map_err(|e| e.to_string())?;
                 (content.catalog, BTreeMap::new())
             }
             CatalogSourceType::BundleImages => {
-                let content = read_bundle_images(&source.bundle_images, options, &self.store)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let content = read_bundle_images(
+                    &source.bundle_images,
+                    options,
+                    &self.store.mirrors(),
+                    &self.store,
+                    None,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
                 let mut metadata = BTreeMap::new();
-                for (csv, location) in &content.bundles {
+                for (csv, location) in content.bundles.iter() {
                     if let Some(bundle) = location.digest().and_then(|d| self.store.cached(d)) {
                         metadata.insert(csv.clone(), BundleMetadata::from_bundle(&bundle.bundle));
                     }

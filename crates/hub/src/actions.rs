@@ -256,6 +256,9 @@ mod tests {
                     forced: false,
                     verified_by: vec![],
                     restored_from: None,
+                    image_rewrites: vec![],
+                    plan: None,
+                    approved_plan: None,
                 })
                 .collect(),
             ..Default::default()

@@ -27,7 +27,8 @@ pub struct CatalogContent {
     pub priority: i32,
     /// The digest the content was read at.
     pub digest: String,
-    pub catalog: Catalog,
+    /// Shared with whoever read it: a large catalog is never copied for the hub.
+    pub catalog: Arc<Catalog>,
     /// Metadata read from bundles' CSVs, by CSV name, where the hub could read them (the
     /// built-in catalog, bundle images); otherwise the `olm.csv.metadata` properties count.
     pub csv_metadata: BTreeMap<String, BundleMetadata>,

@@ -15,25 +15,25 @@ pub fn to_safe_html(markdown: &str) -> String {
     options.insert(Options::ENABLE_TABLES);
     options.insert(Options::ENABLE_STRIKETHROUGH);
     let mut in_image = false;
-    let events = Parser::new_ext(markdown, options).filter_map(|event| match event {
+    let events = Parser::new_ext(markdown, options).map(|event| match event {
         // Raw HTML, block or inline, becomes text: shown, never interpreted.
-        Event::Html(html) | Event::InlineHtml(html) => Some(Event::Text(html)),
+        Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
         Event::Start(Tag::Image {
             dest_url, title, ..
         }) => {
             in_image = true;
-            Some(Event::Start(Tag::Link {
+            Event::Start(Tag::Link {
                 link_type: pulldown_cmark::LinkType::Inline,
                 dest_url,
                 title,
                 id: CowStr::Borrowed(""),
-            }))
+            })
         }
         Event::End(TagEnd::Image) if in_image => {
             in_image = false;
-            Some(Event::End(TagEnd::Link))
+            Event::End(TagEnd::Link)
         }
-        other => Some(other),
+        other => other,
     });
     let mut html = String::with_capacity(markdown.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, events);

@@ -60,7 +60,7 @@ pub fn csrf_valid(key: &[u8], credential: &str, presented: &str) -> bool {
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

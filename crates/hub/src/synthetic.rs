@@ -147,7 +147,7 @@ pub fn content(name: &str, catalog: Catalog) -> crate::index::CatalogContent {
         display_name: None,
         priority: 0,
         digest: "sha256:synthetic".into(),
-        catalog,
+        catalog: std::sync::Arc::new(catalog),
         csv_metadata: BTreeMap::new(),
         loaded_at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
     }

@@ -84,7 +84,7 @@ impl ReconcileError for Error {
 struct Computed {
     digest: String,
     listing: ListingState,
-    views: Arc<Vec<DesiredView>>,
+    views: Arc<[DesiredView]>,
 }
 
 pub struct Context {
@@ -152,7 +152,7 @@ pub async fn run(
 
 impl Context {
     /// The views `served` should have, computed again only when its content or listing moved.
-    fn views(&self, name: &str, served: &ServedCatalog) -> Arc<Vec<DesiredView>> {
+    fn views(&self, name: &str, served: &ServedCatalog) -> Arc<[DesiredView]> {
         let mut computed = self.computed.lock().expect("view cache poisoned");
         if let Some(done) = computed.get(name)
             && done.digest == served.digest
@@ -160,7 +160,7 @@ impl Context {
         {
             return done.views.clone();
         }
-        let views = Arc::new(view::desired(name, served));
+        let views: Arc<[DesiredView]> = view::desired(name, served).into();
         computed.insert(
             name.to_string(),
             Computed {
@@ -189,7 +189,7 @@ pub async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Actio
         Some(served) => ctx.views(&name, &served),
         // Not read yet (just after a start): the views stay as they are, unless the
         // Catalog's status says nothing is served from it any more.
-        None if nothing_served(&catalog) => Arc::new(Vec::new()),
+        None if nothing_served(&catalog) => Arc::from([]),
         None => return Ok(Action::await_change()),
     };
     let live = ctx.live.state();

@@ -258,13 +258,14 @@ mod tests {
             name: "vendor".into(),
             priority: 0,
             digest: "sha256:1".into(),
-            catalog: Catalog {
+            catalog: std::sync::Arc::new(Catalog {
                 packages: [("acme-db".to_string(), package)].into(),
-            },
-            bundles: BTreeMap::new(),
+            }),
+            bundles: Default::default(),
             registry: Default::default(),
             credentials: BTreeMap::new(),
             verification: None,
+            pulled_from: None,
             listing: ListingState {
                 held_back: vec![
                     HeldBack {

@@ -221,23 +221,36 @@ mod tests {
 
     #[test]
     fn key_order_does_not_change_the_digest_but_content_does() {
-        let a: Value = serde_json::from_str(r#"{"b": 1, "a": {"y": [1, {"q": 2, "p": 3}], "x": null}}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"a": {"x": null, "y": [1, {"p": 3, "q": 2}]}, "b": 1}"#).unwrap();
+        let a: Value =
+            serde_json::from_str(r#"{"b": 1, "a": {"y": [1, {"q": 2, "p": 3}], "x": null}}"#)
+                .unwrap();
+        let b: Value =
+            serde_json::from_str(r#"{"a": {"x": null, "y": [1, {"p": 3, "q": 2}]}, "b": 1}"#)
+                .unwrap();
         assert_eq!(canonical_json(&a), canonical_json(&b));
         assert_eq!(
             String::from_utf8(canonical_json(&a)).unwrap(),
             r#"{"a":{"x":null,"y":[1,{"p":3,"q":2}]},"b":1}"#
         );
-        let c: Value = serde_json::from_str(r#"{"a": {"x": null, "y": [{"p": 3, "q": 2}, 1]}, "b": 1}"#).unwrap();
+        let c: Value =
+            serde_json::from_str(r#"{"a": {"x": null, "y": [{"p": 3, "q": 2}, 1]}, "b": 1}"#)
+                .unwrap();
         assert_ne!(object_hash(&a), object_hash(&c), "list order matters");
     }
 
     #[test]
     fn manifests_are_bound_in_a_stable_order() {
         let binding = binding();
-        let names: Vec<&str> = binding.objects.iter().map(|o| o.object.name.as_str()).collect();
+        let names: Vec<&str> = binding
+            .objects
+            .iter()
+            .map(|o| o.object.name.as_str())
+            .collect();
         assert_eq!(names, ["a", "b"]);
-        let mut other = Binding { objects: Vec::new(), ..binding.clone() };
+        let mut other = Binding {
+            objects: Vec::new(),
+            ..binding.clone()
+        };
         for object in binding.objects.iter().rev() {
             other.objects.push(object.clone());
         }
@@ -251,13 +264,23 @@ mod tests {
         let base = binding();
         type Edit = fn(&mut Binding);
         let cases: [(Edit, &str); 7] = [
-            (|b| b.bundle_digest = Some("sha256:bbbb".into()), "republished"),
-            (|b| b.config = object_hash(&json!({"env": [{"name": "X"}]})), "config"),
+            (
+                |b| b.bundle_digest = Some("sha256:bbbb".into()),
+                "republished",
+            ),
+            (
+                |b| b.config = object_hash(&json!({"env": [{"name": "X"}]})),
+                "config",
+            ),
             (|b| b.target_namespaces = vec![], "all namespaces"),
             (|b| b.identity = "manager".into(), "installed as manager"),
             (|b| b.crds = "KeepLive".into(), "KeepLive"),
             (
-                |b| b.bind(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})),
+                |b| {
+                    b.bind(
+                        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}),
+                    )
+                },
                 "Secret s: added",
             ),
             (
@@ -284,7 +307,10 @@ mod tests {
         upgraded.cluster_service_version_name = "acme-db.v1.2.0".into();
         upgraded.bundle_digest = Some("sha256:cccc".into());
         let changes = upgraded.changes_since(&base);
-        assert_eq!(changes, ["version 1.1.0 (acme-db.v1.1.0) -> 1.2.0 (acme-db.v1.2.0)"]);
+        assert_eq!(
+            changes,
+            ["version 1.1.0 (acme-db.v1.1.0) -> 1.2.0 (acme-db.v1.2.0)"]
+        );
     }
 
     fn json_value() -> impl Strategy<Value = Value> {

@@ -24,7 +24,11 @@ fn paths(changes: &[FieldChange]) -> Vec<&str> {
 #[test]
 fn a_diff_names_each_changed_field_by_path_and_ignores_server_fields() {
     let live = deployment("op:1", 1, json!([{"name": "A", "value": "1"}]));
-    let mut after = deployment("op:2", 1, json!([{"name": "A", "value": "2"}, {"name": "B", "value": "x"}]));
+    let mut after = deployment(
+        "op:2",
+        1,
+        json!([{"name": "A", "value": "2"}, {"name": "B", "value": "x"}]),
+    );
     after["metadata"]["resourceVersion"] = json!("8");
     after["metadata"]["generation"] = json!(4);
     after["status"] = json!({"readyReplicas": 0});
@@ -47,7 +51,8 @@ fn a_diff_names_each_changed_field_by_path_and_ignores_server_fields() {
 
 #[test]
 fn equal_objects_have_no_diff_whatever_their_key_order_and_number_forms() {
-    let live = json!({"kind": "X", "spec": {"a": 1, "b": {"c": [1, 2]}, "gone": null, "empty": {}}});
+    let live =
+        json!({"kind": "X", "spec": {"a": 1, "b": {"c": [1, 2]}, "gone": null, "empty": {}}});
     let after = json!({"spec": {"b": {"c": [1, 2]}, "a": 1.0, "list": []}, "kind": "X"});
     assert!(diff(&live, &after).is_empty());
 }
@@ -56,13 +61,29 @@ fn equal_objects_have_no_diff_whatever_their_key_order_and_number_forms() {
 fn lists_without_names_compare_by_index_or_whole() {
     let table = [
         // Same length, objects: by index.
-        (json!({"r": [{"v": ["get"]}, {"v": ["list"]}]}), json!({"r": [{"v": ["get"]}, {"v": ["watch"]}]}), vec!["r[1].v"]),
+        (
+            json!({"r": [{"v": ["get"]}, {"v": ["list"]}]}),
+            json!({"r": [{"v": ["get"]}, {"v": ["watch"]}]}),
+            vec!["r[1].v"],
+        ),
         // Scalars: the whole list.
-        (json!({"args": ["a", "b"]}), json!({"args": ["a", "c"]}), vec!["args"]),
+        (
+            json!({"args": ["a", "b"]}),
+            json!({"args": ["a", "c"]}),
+            vec!["args"],
+        ),
         // A length change: the whole list.
-        (json!({"r": [{"v": 1}]}), json!({"r": [{"v": 1}, {"v": 2}]}), vec!["r"]),
+        (
+            json!({"r": [{"v": 1}]}),
+            json!({"r": [{"v": 1}, {"v": 2}]}),
+            vec!["r"],
+        ),
         // Removed field.
-        (json!({"spec": {"a": 1, "b": 2}}), json!({"spec": {"a": 1}}), vec!["spec.b"]),
+        (
+            json!({"spec": {"a": 1, "b": 2}}),
+            json!({"spec": {"a": 1}}),
+            vec!["spec.b"],
+        ),
     ];
     for (live, after, want) in table {
         assert_eq!(paths(&diff(&live, &after)), want, "{live} -> {after}");
@@ -75,7 +96,10 @@ fn secret_values_are_never_shown() {
     let after = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"a": "b"}},
                        "data": {"password": "bmV3", "token": "dA=="}});
     let changes = diff(&live, &after);
-    assert_eq!(paths(&changes), ["metadata.labels", "data.password", "data.token"]);
+    assert_eq!(
+        paths(&changes),
+        ["metadata.labels", "data.password", "data.token"]
+    );
     assert_eq!(changes[0].new, Some(json!({"a": "b"})), "metadata is shown");
     assert_eq!(changes[1].old, Some(json!(HIDDEN)));
     assert_eq!(changes[1].new, Some(json!(HIDDEN)));
@@ -133,7 +157,10 @@ fn drift_is_only_what_someone_changed_in_fields_windlass_set() {
     let mut removed = applied.clone();
     removed["spec"]["template"]["spec"]["containers"] = json!([{"name": "other", "image": "x"}]);
     let drifted = drift(&applied, &removed).unwrap();
-    assert_eq!(paths(&drifted.fields), ["spec.template.spec.containers[name=operator]"]);
+    assert_eq!(
+        paths(&drifted.fields),
+        ["spec.template.spec.containers[name=operator]"]
+    );
 }
 
 fn small_json() -> impl Strategy<Value = Value> {

@@ -21,11 +21,17 @@ pub fn images(objects: &[Value], csv_definition: Option<&Value>) -> BTreeMap<Str
             "CronJob" => &object["spec"]["jobTemplate"]["spec"]["template"]["spec"],
             _ => &object["spec"]["template"]["spec"],
         };
-        for (list, what) in [("initContainers", "init container"), ("containers", "container")] {
+        for (list, what) in [
+            ("initContainers", "init container"),
+            ("containers", "container"),
+        ] {
             for container in pod[list].as_array().into_iter().flatten() {
                 if let Some(image) = container["image"].as_str() {
                     let container = container["name"].as_str().unwrap_or_default();
-                    out.insert(format!("{kind} {name}, {what} {container}"), image.to_string());
+                    out.insert(
+                        format!("{kind} {name}, {what} {container}"),
+                        image.to_string(),
+                    );
                 }
             }
         }
@@ -45,7 +51,10 @@ pub fn images(objects: &[Value], csv_definition: Option<&Value>) -> BTreeMap<Str
 }
 
 /// The images that change between two installs, by place.
-pub fn delta(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Vec<ImageChange> {
+pub fn delta(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> Vec<ImageChange> {
     let mut out = Vec::new();
     for (place, image) in after {
         match before.get(place) {
@@ -83,10 +92,20 @@ mod tests {
 
     #[test]
     fn images_that_change_are_matched_by_place() {
-        let csv_before = json!({"spec": {"relatedImages": [{"name": "operator", "image": "op:1"}]}});
+        let csv_before =
+            json!({"spec": {"relatedImages": [{"name": "operator", "image": "op:1"}]}});
         let csv_after = json!({"spec": {"relatedImages": [{"name": "operator", "image": "op:2"}, {"name": "db", "image": "pg:16"}]}});
-        let before = images(&[deployment("op", "op:1", Some("init:1")), deployment("gone", "x:1", None)], Some(&csv_before));
-        let after = images(&[deployment("op", "op:2", Some("init:1"))], Some(&csv_after));
+        let before = images(
+            &[
+                deployment("op", "op:1", Some("init:1")),
+                deployment("gone", "x:1", None),
+            ],
+            Some(&csv_before),
+        );
+        let after = images(
+            &[deployment("op", "op:2", Some("init:1"))],
+            Some(&csv_after),
+        );
         let changes = delta(&before, &after);
         let text: Vec<String> = changes
             .iter()

@@ -93,12 +93,31 @@ mod tests {
 
     #[test]
     fn the_managers_owning_an_edited_field_are_named_and_windlass_is_not() {
-        let cpu = path(&["spec", "template", "spec", "containers", "name=operator", "resources", "limits", "cpu"]);
+        let cpu = path(&[
+            "spec",
+            "template",
+            "spec",
+            "containers",
+            "name=operator",
+            "resources",
+            "limits",
+            "cpu",
+        ]);
         assert_eq!(owners(&live(), &[cpu]), ["kubectl-edit"]);
         // A subresource write (scale) is not the object's own content; hpa wrote the field.
         assert_eq!(owners(&live(), &[path(&["spec", "replicas"])]), ["hpa"]);
-        let image = path(&["spec", "template", "spec", "containers", "name=operator", "image"]);
-        assert!(owners(&live(), &[image]).is_empty(), "only windlass owns it");
+        let image = path(&[
+            "spec",
+            "template",
+            "spec",
+            "containers",
+            "name=operator",
+            "image",
+        ]);
+        assert!(
+            owners(&live(), &[image]).is_empty(),
+            "only windlass owns it"
+        );
         assert!(owners(&json!({"metadata": {}}), &[path(&["spec"])]).is_empty());
     }
 
@@ -106,7 +125,10 @@ mod tests {
     fn a_leaf_owns_everything_below_it() {
         let fields = json!({"f:data": {}}).as_object().cloned().unwrap();
         assert!(owns(&fields, &path(&["data", "key"])));
-        let fields = json!({"f:data": {"f:other": {}}}).as_object().cloned().unwrap();
+        let fields = json!({"f:data": {"f:other": {}}})
+            .as_object()
+            .cloned()
+            .unwrap();
         assert!(!owns(&fields, &path(&["data", "key"])));
     }
 }

@@ -192,7 +192,13 @@ mod tests {
             role("Role", "op-v1", Some("team-a"), namespaced),
             binding("RoleBinding", "op-v1", Some("team-a"), "Role", "op-v1"),
             role("ClusterRole", "op-v1-cluster", None, cluster),
-            binding("ClusterRoleBinding", "op-v1-cluster", None, "ClusterRole", "op-v1-cluster"),
+            binding(
+                "ClusterRoleBinding",
+                "op-v1-cluster",
+                None,
+                "ClusterRole",
+                "op-v1-cluster",
+            ),
             json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "op"}}),
         ]
     }
@@ -232,12 +238,21 @@ mod tests {
         let after = install(json!([]), rule);
         let delta = delta(&before, &after);
         assert_eq!(lines(&delta.lost), ["team-a/op in team-a: secrets: get"]);
-        assert_eq!(lines(&delta.gained), ["team-a/op cluster-wide: secrets: get"]);
+        assert_eq!(
+            lines(&delta.gained),
+            ["team-a/op cluster-wide: secrets: get"]
+        );
     }
 
     #[test]
     fn a_binding_to_a_role_not_installed_grants_nothing_known() {
-        let objects = vec![binding("RoleBinding", "x", Some("team-a"), "ClusterRole", "admin")];
+        let objects = vec![binding(
+            "RoleBinding",
+            "x",
+            Some("team-a"),
+            "ClusterRole",
+            "admin",
+        )];
         assert!(grants(&objects).is_empty());
     }
 }

@@ -18,12 +18,23 @@ pub fn text(plan: &Plan) -> String {
     let mut out = String::new();
     let mv = match &plan.from {
         Some(from) if from.version != plan.to.version => {
-            format!("{} {} {} -> {}", plan.kind, plan.package, from.version, plan.to.version)
+            format!(
+                "{} {} {} -> {}",
+                plan.kind, plan.package, from.version, plan.to.version
+            )
         }
         _ => format!("{} {} {}", plan.kind, plan.package, plan.to.version),
     };
-    let _ = writeln!(out, "Plan of Blueprint {}, revision {}: {mv}", plan.blueprint, plan.revision);
-    let _ = writeln!(out, "Digest: {} (computed {})", plan.digest, plan.computed_at);
+    let _ = writeln!(
+        out,
+        "Plan of Blueprint {}, revision {}: {mv}",
+        plan.blueprint, plan.revision
+    );
+    let _ = writeln!(
+        out,
+        "Digest: {} (computed {})",
+        plan.digest, plan.computed_at
+    );
     if !plan.reasons.is_empty() {
         let _ = writeln!(out, "\nWhy this version:");
         for reason in &plan.reasons {
@@ -64,11 +75,20 @@ pub fn text(plan: &Plan) -> String {
         }
         fields(&mut out, &object.fields, "      ");
         if object.fields_left_out > 0 {
-            let _ = writeln!(out, "      ... and {} more field changes", object.fields_left_out);
+            let _ = writeln!(
+                out,
+                "      ... and {} more field changes",
+                object.fields_left_out
+            );
         }
     }
     if !unchanged.is_empty() {
-        let _ = writeln!(out, "  = {} unchanged: {}", unchanged.len(), unchanged.join(", "));
+        let _ = writeln!(
+            out,
+            "  = {} unchanged: {}",
+            unchanged.len(),
+            unchanged.join(", ")
+        );
     }
     if plan.objects.is_empty() {
         let _ = writeln!(out, "  (none)");
@@ -112,7 +132,11 @@ pub fn text(plan: &Plan) -> String {
             };
             let _ = writeln!(out, "  {}: {action}, {}", crd.name, verdict(crd.verdict));
             for finding in &crd.findings {
-                let ratcheted = if finding.ratcheted { ", already so before" } else { "" };
+                let ratcheted = if finding.ratcheted {
+                    ", already so before"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
                     "    {} {}{ratcheted}: {}",
@@ -125,7 +149,10 @@ pub fn text(plan: &Plan) -> String {
     }
 
     if !plan.drift.is_empty() {
-        let _ = writeln!(out, "\nEdited out of band since windlass applied them (this plan overwrites the edits):");
+        let _ = writeln!(
+            out,
+            "\nEdited out of band since windlass applied them (this plan overwrites the edits):"
+        );
         for drift in &plan.drift {
             let by = if drift.editors.is_empty() {
                 String::new()

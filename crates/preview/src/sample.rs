@@ -4,8 +4,8 @@ use serde_json::json;
 
 use crate::binding::{Binding, object_hash};
 use crate::model::{
-    CrdAction, CrdChange, CrdFinding, CrdVerdict, Drift, FieldChange, Grant, ImageChange,
-    ObjectAction, ObjectChange, ObjectRef, Plan, PlanKind, RbacDelta, Release, FORMAT,
+    CrdAction, CrdChange, CrdFinding, CrdVerdict, Drift, FORMAT, FieldChange, Grant, ImageChange,
+    ObjectAction, ObjectChange, ObjectRef, Plan, PlanKind, RbacDelta, Release,
 };
 
 fn object(kind: &str, name: &str, action: ObjectAction) -> ObjectChange {
@@ -38,7 +38,8 @@ pub(crate) fn plan() -> Plan {
         crds: "Apply".into(),
         objects: Vec::new(),
     };
-    binding.bind(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}));
+    binding
+        .bind(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}));
     let mut deployment = object("Deployment", "acme-db-operator", ObjectAction::Change);
     deployment.from_csv = true;
     deployment.fields = vec![FieldChange {
@@ -46,7 +47,11 @@ pub(crate) fn plan() -> Plan {
         old: Some(json!("pause:3.9")),
         new: Some(json!("pause:3.10")),
     }];
-    let mut old_csv = object("ClusterServiceVersion", "acme-db.v1.0.1", ObjectAction::Delete);
+    let mut old_csv = object(
+        "ClusterServiceVersion",
+        "acme-db.v1.0.1",
+        ObjectAction::Delete,
+    );
     old_csv.note = Some("once acme-db.v1.1.0 Succeeded".into());
     let mut settings = object("ConfigMap", "settings", ObjectAction::Change);
     settings.refused = Some("forbidden".into());
@@ -72,9 +77,17 @@ pub(crate) fn plan() -> Plan {
         ],
         identity: "system:serviceaccount:team-a:windlass-installer".into(),
         objects: vec![
-            object("ServiceAccount", "acme-db-operator", ObjectAction::Unchanged),
+            object(
+                "ServiceAccount",
+                "acme-db-operator",
+                ObjectAction::Unchanged,
+            ),
             deployment,
-            object("ClusterServiceVersion", "acme-db.v1.1.0", ObjectAction::Create),
+            object(
+                "ClusterServiceVersion",
+                "acme-db.v1.1.0",
+                ObjectAction::Create,
+            ),
             old_csv,
             settings,
         ],

@@ -52,15 +52,26 @@ fn shrinking_leaves_out_details_but_never_counts_actions_or_verdicts() {
     shrink(&mut plan, 1);
     assert_eq!(plan.objects[1].fields.len(), 50);
     assert_eq!(plan.objects[1].fields_left_out, 30);
-    assert_eq!(plan.objects[1].fields[0].old, Some(json!("(2002 bytes not shown)")));
+    assert_eq!(
+        plan.objects[1].fields[0].old,
+        Some(json!("(2002 bytes not shown)"))
+    );
     shrink(&mut plan, 2);
     assert_eq!(plan.objects[1].fields.len(), 10);
     shrink(&mut plan, 3);
     assert!(plan.objects.iter().all(|o| o.fields.is_empty()));
     assert_eq!(plan.objects[1].fields_left_out, 80);
-    assert_eq!(summary(&plan), before, "the summary does not depend on details");
+    assert_eq!(
+        summary(&plan),
+        before,
+        "the summary does not depend on details"
+    );
     shrink(&mut plan, SHRINK_STEPS);
     assert_eq!(plan.count(ObjectAction::Unchanged), 0);
     assert_eq!(plan.notes.len(), 4);
-    assert!(plan.notes[3].contains("1 unchanged objects"), "{:?}", plan.notes);
+    assert!(
+        plan.notes[3].contains("1 unchanged objects"),
+        "{:?}",
+        plan.notes
+    );
 }

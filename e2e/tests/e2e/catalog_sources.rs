@@ -57,7 +57,7 @@ fn plain_http() -> RegistryOptions {
 async fn push_builtin_bundles(prefix: &str) -> Vec<(String, String, String)> {
     let builtin = BuiltinCatalog::materialize().unwrap();
     let mut pushed = Vec::new();
-    for (csv_name, location) in &builtin.bundles {
+    for (csv_name, location) in builtin.bundles.iter() {
         let BundleLocation::Directory { path, .. } = location else {
             panic!("built-in bundles live in folders");
         };

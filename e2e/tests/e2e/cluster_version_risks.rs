@@ -44,15 +44,12 @@ const NOT_MATCHING_RISK: &str = "LegacyIngressDropsConnections";
 const CA_CONFIG_MAP: &str = "e2e-prometheus-ca";
 const TOKEN_SECRET: &str = "e2e-prometheus-reader";
 
+/// A condition as the test compares it: status, reason, message.
+type Judgement = (ConditionStatus, String, String);
+
 /// The `Recommended` condition of the conditional update to `release`, and the `Applies`
-/// condition of its one risk: (status, reason, message) each.
-fn judged(
-    version: &ClusterVersion,
-    release: &str,
-) -> Option<(
-    (ConditionStatus, String, String),
-    (ConditionStatus, String, String),
-)> {
+/// condition of its one risk.
+fn judged(version: &ClusterVersion, release: &str) -> Option<(Judgement, Judgement)> {
     let update = version
         .status
         .as_ref()?

@@ -90,7 +90,9 @@ fn rule(crd: &mut Value, rule: &str, message: &str) {
 }
 
 const ONE: &[&str] = &[r#"{"engine": "postgres", "replicas": 1, "storage": {"size": "1Gi"}}"#];
-const THREE: &[&str] = &[r#"{"engine": "postgres", "replicas": 3, "storage": {"size": "1Gi"}, "backup": {"schedule": "0 1 * * *"}}"#];
+const THREE: &[&str] = &[
+    r#"{"engine": "postgres", "replicas": 3, "storage": {"size": "1Gi"}, "backup": {"schedule": "0 1 * * *"}}"#,
+];
 
 fn cases() -> Vec<Case> {
     use Expect::{Allowed, Blocks};
@@ -103,7 +105,11 @@ fn cases() -> Vec<Case> {
         expect,
     };
     vec![
-        case("ScopeChanged", |c| c["spec"]["scope"] = json!("Cluster"), Blocks("ScopeChanged")),
+        case(
+            "ScopeChanged",
+            |c| c["spec"]["scope"] = json!("Cluster"),
+            Blocks("ScopeChanged"),
+        ),
         case(
             "StoredVersionRemoved",
             |c| c["spec"]["versions"][0]["name"] = json!("v2"),
@@ -132,7 +138,11 @@ fn cases() -> Vec<Case> {
             |c| spec_of(c, "v1")["required"] = json!(["engine", "version"]),
             Blocks("RequiredFieldAdded"),
         ),
-        case("DefaultChanged", |c| props(c)["replicas"]["default"] = json!(2), Blocks("DefaultChanged")),
+        case(
+            "DefaultChanged",
+            |c| props(c)["replicas"]["default"] = json!(2),
+            Blocks("DefaultChanged"),
+        ),
         case(
             "DefaultAdded",
             |c| props(c)["backup"]["properties"]["retentionDays"]["default"] = json!(7),
@@ -141,7 +151,10 @@ fn cases() -> Vec<Case> {
         case(
             "DefaultRemoved",
             |c| {
-                props(c)["replicas"].as_object_mut().unwrap().remove("default");
+                props(c)["replicas"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("default");
             },
             Blocks("DefaultRemoved"),
         ),
@@ -152,10 +165,17 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "EnumAdded",
-            |c| props(c)["storage"]["properties"]["storageClassName"]["enum"] = json!(["fast", "standard"]),
+            |c| {
+                props(c)["storage"]["properties"]["storageClassName"]["enum"] =
+                    json!(["fast", "standard"])
+            },
             Blocks("EnumAdded"),
         ),
-        case("MaximumTightened", |c| props(c)["replicas"]["maximum"] = json!(4), Blocks("MaximumTightened")),
+        case(
+            "MaximumTightened",
+            |c| props(c)["replicas"]["maximum"] = json!(4),
+            Blocks("MaximumTightened"),
+        ),
         case(
             "MinimumTightened",
             |c| props(c)["backup"]["properties"]["retentionDays"]["minimum"] = json!(2),
@@ -178,7 +198,11 @@ fn cases() -> Vec<Case> {
         ),
         Case {
             base: |c| props(c)["storage"]["x-kubernetes-preserve-unknown-fields"] = json!(true),
-            ..case("UnknownFieldsNoLongerPreserved", none, Blocks("UnknownFieldsNoLongerPreserved"))
+            ..case(
+                "UnknownFieldsNoLongerPreserved",
+                none,
+                Blocks("UnknownFieldsNoLongerPreserved"),
+            )
         },
         Case {
             objects: THREE,
@@ -194,7 +218,11 @@ fn cases() -> Vec<Case> {
             Blocks("FieldRemoved"),
         ),
         // Allowed: loosening, additions, warnings.
-        case("a raised maximum", |c| props(c)["replicas"]["maximum"] = json!(10), Allowed),
+        case(
+            "a raised maximum",
+            |c| props(c)["replicas"]["maximum"] = json!(10),
+            Allowed,
+        ),
         case(
             "enum values added",
             |c| props(c)["engine"]["enum"] = json!(["postgres", "mysql", "mariadb"]),
@@ -203,13 +231,19 @@ fn cases() -> Vec<Case> {
         case(
             "a pattern removed",
             |c| {
-                props(c)["version"].as_object_mut().unwrap().remove("pattern");
+                props(c)["version"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("pattern");
             },
             Allowed,
         ),
         case(
             "an optional field added",
-            |c| props(c)["tls"] = json!({"type": "object", "properties": {"enabled": {"type": "boolean"}}}),
+            |c| {
+                props(c)["tls"] =
+                    json!({"type": "object", "properties": {"enabled": {"type": "boolean"}}})
+            },
             Allowed,
         ),
         Case {
@@ -301,9 +335,14 @@ async fn install(client: &Client, run: &Running, catalog: &str) {
                "startingCSV": "acme-db.v1.0.0", "targetNamespaces": [run.ns.name]}),
     )
     .await;
-    wait_blueprint(client, &run.ns.name, "db", "1.0.0 Succeeded", TIMEOUT, |b| {
-        is_at(b, BlueprintPhase::Succeeded, "1.0.0")
-    })
+    wait_blueprint(
+        client,
+        &run.ns.name,
+        "db",
+        "1.0.0 Succeeded",
+        TIMEOUT,
+        |b| is_at(b, BlueprintPhase::Succeeded, "1.0.0"),
+    )
     .await;
     let databases = run.bundles.databases(client, &run.ns.name, "v1");
     for (i, spec) in run.case.objects.iter().enumerate() {
@@ -320,7 +359,8 @@ async fn install(client: &Client, run: &Running, catalog: &str) {
     }
     if let Some(edit) = run.case.live_edit {
         let crds = Api::<CustomResourceDefinition>::all(client.clone());
-        let mut live = serde_json::to_value(crds.get(&run.bundles.crd_name()).await.unwrap()).unwrap();
+        let mut live =
+            serde_json::to_value(crds.get(&run.bundles.crd_name()).await.unwrap()).unwrap();
         edit(&mut live);
         let versions = live["spec"]["versions"].clone();
         crds.patch(
@@ -342,13 +382,22 @@ fn safe_condition(blueprint: &Blueprint) -> Option<(ConditionStatus, String, Str
 /// What happened to the upgrade: blocked with a reason (`Some`), or completed; and the
 /// condition's message.
 async fn verdict(client: &Client, run: &Running) -> (Option<String>, String) {
-    let blueprint = wait_blueprint(client, &run.ns.name, "db", "a verdict on 1.0.1", TIMEOUT, |b| {
-        let blocked = safe_condition(b).is_some_and(|(s, _, _)| s == ConditionStatus::False);
-        let done = b.status.iter().flat_map(|s| &s.history).any(|r| {
-            r.version == "1.0.1" && r.outcome == RevisionOutcome::Completed
-        });
-        blocked || done
-    })
+    let blueprint = wait_blueprint(
+        client,
+        &run.ns.name,
+        "db",
+        "a verdict on 1.0.1",
+        TIMEOUT,
+        |b| {
+            let blocked = safe_condition(b).is_some_and(|(s, _, _)| s == ConditionStatus::False);
+            let done = b
+                .status
+                .iter()
+                .flat_map(|s| &s.history)
+                .any(|r| r.version == "1.0.1" && r.outcome == RevisionOutcome::Completed);
+            blocked || done
+        },
+    )
     .await;
     match safe_condition(&blueprint) {
         Some((ConditionStatus::False, reason, message)) => (Some(reason), message),
@@ -398,10 +447,19 @@ async fn each_crd_change_class_is_blocked_or_allowed_as_the_table_says() {
     for (run, (got, message)) in runs.iter().zip(&verdicts) {
         println!("{:<75} {:?}: {message}", run.case.name, got);
         if !run.case.expect.matches(got.as_deref()) {
-            wrong.push(format!("{}: expected {:?}, got {got:?} ({message})", run.case.name, run.case.expect));
+            wrong.push(format!(
+                "{}: expected {:?}, got {got:?} ({message})",
+                run.case.name, run.case.expect
+            ));
         }
     }
-    assert!(wrong.is_empty(), "{} of {} cases disagree:\n{}", wrong.len(), runs.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {} cases disagree:\n{}",
+        wrong.len(),
+        runs.len(),
+        wrong.join("\n")
+    );
 
     for (run, (got, message)) in runs.iter().zip(&verdicts) {
         let blueprint = Api::<Blueprint>::namespaced(client.clone(), &run.ns.name)
@@ -411,14 +469,21 @@ async fn each_crd_change_class_is_blocked_or_allowed_as_the_table_says() {
         let version = blueprint.status.as_ref().and_then(|s| s.version.clone());
         match got {
             Some(_) => {
-                assert_eq!(version.as_deref(), Some("1.0.0"), "{}: 1.0.0 keeps running", run.case.name);
+                assert_eq!(
+                    version.as_deref(),
+                    Some("1.0.0"),
+                    "{}: 1.0.0 keeps running",
+                    run.case.name
+                );
                 let live = Api::<CustomResourceDefinition>::all(client.clone())
                     .get(&run.bundles.crd_name())
                     .await
                     .unwrap();
                 let annotations = live.metadata.annotations.unwrap_or_default();
                 assert_eq!(
-                    annotations.get(windlass_api::names::annotations::CRD_VERSION).map(String::as_str),
+                    annotations
+                        .get(windlass_api::names::annotations::CRD_VERSION)
+                        .map(String::as_str),
                     Some("1.0.0"),
                     "{}: the live CRD is still 1.0.0's",
                     run.case.name

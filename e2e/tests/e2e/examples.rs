@@ -662,8 +662,7 @@ async fn check_delisted(
     let newest_listed = published
         .iter()
         .map(|(csv, _)| csv)
-        .filter(|csv| *csv != &delisted_csv)
-        .next_back()
+        .rfind(|csv| *csv != &delisted_csv)
         .expect("a listed bundle")
         .clone();
 

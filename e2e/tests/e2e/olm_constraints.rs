@@ -46,15 +46,26 @@ async fn a_cel_constraint_resolves_or_is_explained() {
     let db = Isolated::new("celdb");
     let gateway = Isolated::new("celgw");
     let picky = Isolated::new("celpicky");
-    let needs = newer_than(&db.package, "1.0.5", "the gateway needs a database newer than 1.0.5");
-    let impossible = format!("{} needs a database newer than 2.0.0, which no catalog has", picky.package);
+    let needs = newer_than(
+        &db.package,
+        "1.0.5",
+        "the gateway needs a database newer than 1.0.5",
+    );
+    let impossible = format!(
+        "{} needs a database newer than 2.0.0, which no catalog has",
+        picky.package
+    );
     let mut images = vec![
         db.publish("acme-db/1.0.0", |_| {}).await,
         db.publish("acme-db/1.1.0", |_| {}).await,
     ];
     images.push(
         gateway
-            .publish_adding("acme-gateway/0.1.0", |_| {}, &[("metadata/dependencies.yaml", needs)])
+            .publish_adding(
+                "acme-gateway/0.1.0",
+                |_| {},
+                &[("metadata/dependencies.yaml", needs)],
+            )
             .await,
     );
     images.push(
@@ -62,7 +73,10 @@ async fn a_cel_constraint_resolves_or_is_explained() {
             .publish_adding(
                 "acme-gateway/0.1.0",
                 |_| {},
-                &[("metadata/dependencies.yaml", newer_than(&db.package, "2.0.0", &impossible))],
+                &[(
+                    "metadata/dependencies.yaml",
+                    newer_than(&db.package, "2.0.0", &impossible),
+                )],
             )
             .await,
     );
@@ -75,13 +89,23 @@ async fn a_cel_constraint_resolves_or_is_explained() {
         json!({"package": gateway.package, "catalog": catalog.name, "targetNamespaces": [ns.name]}),
     )
     .await;
-    wait_blueprint(&client, &ns.name, &db.package, "the database 1.1.0 Succeeded", TIMEOUT, |b| {
-        is_at(b, BlueprintPhase::Succeeded, "1.1.0")
-    })
+    wait_blueprint(
+        &client,
+        &ns.name,
+        &db.package,
+        "the database 1.1.0 Succeeded",
+        TIMEOUT,
+        |b| is_at(b, BlueprintPhase::Succeeded, "1.1.0"),
+    )
     .await;
-    let blueprint = wait_blueprint(&client, &ns.name, "gateway", "the gateway Succeeded", TIMEOUT, |b| {
-        is_at(b, BlueprintPhase::Succeeded, "0.1.0")
-    })
+    let blueprint = wait_blueprint(
+        &client,
+        &ns.name,
+        "gateway",
+        "the gateway Succeeded",
+        TIMEOUT,
+        |b| is_at(b, BlueprintPhase::Succeeded, "0.1.0"),
+    )
     .await;
     let dependencies: Vec<(String, String)> = blueprint
         .spec
@@ -98,12 +122,24 @@ async fn a_cel_constraint_resolves_or_is_explained() {
         json!({"package": picky.package, "catalog": catalog.name, "targetNamespaces": [ns.name]}),
     )
     .await;
-    let refused = wait_subscription(&client, &ns.name, "picky", "ResolutionSucceeded=False", TIMEOUT, |s| {
-        s.status
-            .as_ref()
-            .and_then(|st| condition(&st.conditions, conditions::subscription::RESOLUTION_SUCCEEDED))
-            .is_some_and(|c| c.status == ConditionStatus::False)
-    })
+    let refused = wait_subscription(
+        &client,
+        &ns.name,
+        "picky",
+        "ResolutionSucceeded=False",
+        TIMEOUT,
+        |s| {
+            s.status
+                .as_ref()
+                .and_then(|st| {
+                    condition(
+                        &st.conditions,
+                        conditions::subscription::RESOLUTION_SUCCEEDED,
+                    )
+                })
+                .is_some_and(|c| c.status == ConditionStatus::False)
+        },
+    )
     .await;
     let resolution = condition(
         &refused.status.as_ref().unwrap().conditions,
@@ -111,5 +147,9 @@ async fn a_cel_constraint_resolves_or_is_explained() {
     )
     .unwrap();
     println!("{}: {}", resolution.reason, resolution.message);
-    assert!(resolution.message.contains(&impossible), "quotes the failureMessage: {}", resolution.message);
+    assert!(
+        resolution.message.contains(&impossible),
+        "quotes the failureMessage: {}",
+        resolution.message
+    );
 }

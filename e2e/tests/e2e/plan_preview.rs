@@ -64,9 +64,11 @@ fn waits_with_plan(blueprint: &Blueprint) -> bool {
 }
 
 fn completed(blueprint: &Blueprint, revision: i64) -> bool {
-    blueprint.status.iter().flat_map(|s| &s.history).any(|r| {
-        r.revision == revision && r.outcome == RevisionOutcome::Completed
-    })
+    blueprint
+        .status
+        .iter()
+        .flat_map(|s| &s.history)
+        .any(|r| r.revision == revision && r.outcome == RevisionOutcome::Completed)
 }
 
 fn plan_approved(blueprint: &Blueprint) -> Option<(ConditionStatus, String, String)> {
@@ -140,7 +142,9 @@ async fn a_manual_upgrade_shows_its_plan_and_a_republished_bundle_asks_again() {
     let bundles = Isolated::new("plan");
     bundles.grant_installer(&admin, &ns.name).await;
     let old = bundles
-        .publish("acme-db/1.0.0", |o| set_image(o, "registry.k8s.io/pause:3.9"))
+        .publish("acme-db/1.0.0", |o| {
+            set_image(o, "registry.k8s.io/pause:3.9")
+        })
         .await;
     let catalog = TestCatalog::serving(&admin, "plan", std::slice::from_ref(&old)).await;
     subscribe(
@@ -151,27 +155,69 @@ async fn a_manual_upgrade_shows_its_plan_and_a_republished_bundle_asks_again() {
                "startingCSV": "acme-db.v1.0.0", "approval": "Manual", "targetNamespaces": [ns.name]}),
     )
     .await;
-    wait_blueprint(&admin, &ns.name, "db", "the install waits with its plan", TIMEOUT, waits_with_plan).await;
+    wait_blueprint(
+        &admin,
+        &ns.name,
+        "db",
+        "the install waits with its plan",
+        TIMEOUT,
+        waits_with_plan,
+    )
+    .await;
     let install = plan_of(&ns.name, "db");
     assert_eq!(install.kind, PlanKind::Install);
-    let approved = windlass_ok(&["approve", "db", "-n", &ns.name, "--wait", "--timeout", "180"]);
-    assert!(approved.contains(&install.digest), "names the plan it approves: {approved}");
-    let blueprint = wait_blueprint(&admin, &ns.name, "db", "1.0.0 Completed", TIMEOUT, |b| completed(b, 1)).await;
+    let approved = windlass_ok(&[
+        "approve",
+        "db",
+        "-n",
+        &ns.name,
+        "--wait",
+        "--timeout",
+        "180",
+    ]);
+    assert!(
+        approved.contains(&install.digest),
+        "names the plan it approves: {approved}"
+    );
+    let blueprint = wait_blueprint(&admin, &ns.name, "db", "1.0.0 Completed", TIMEOUT, |b| {
+        completed(b, 1)
+    })
+    .await;
     let installed = &blueprint.status.as_ref().unwrap().history[0];
-    assert_eq!(installed.approved_plan.as_deref(), Some(install.digest.as_str()));
+    assert_eq!(
+        installed.approved_plan.as_deref(),
+        Some(install.digest.as_str())
+    );
     assert_eq!(installed.plan.as_deref(), Some(install.digest.as_str()));
 
-    let new = bundles.publish("acme-db/1.1.0", reads_storage_classes).await;
+    let new = bundles
+        .publish("acme-db/1.1.0", reads_storage_classes)
+        .await;
     use_images(&catalog, &[old.clone(), new.clone()]).await;
-    let waiting = wait_blueprint(&admin, &ns.name, "db", "the upgrade waits with its plan", TIMEOUT, |b| {
-        b.spec.cluster_service_version_name == "acme-db.v1.1.0" && waits_with_plan(b)
-    })
+    let waiting = wait_blueprint(
+        &admin,
+        &ns.name,
+        "db",
+        "the upgrade waits with its plan",
+        TIMEOUT,
+        |b| b.spec.cluster_service_version_name == "acme-db.v1.1.0" && waits_with_plan(b),
+    )
     .await;
     let preview = waiting.status.as_ref().unwrap().preview.clone().unwrap();
     println!("status.preview: {preview:#?}");
-    assert!(preview.summary.starts_with("upgrade 1.0.0 -> 1.1.0"), "{}", preview.summary);
+    assert!(
+        preview.summary.starts_with("upgrade 1.0.0 -> 1.1.0"),
+        "{}",
+        preview.summary
+    );
     let (status, reason, message) = plan_approved(&waiting).expect("a PlanApproved condition");
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, reasons::blueprint::AWAITING_APPROVAL));
+    assert_eq!(
+        (status, reason.as_str()),
+        (
+            ConditionStatus::False,
+            reasons::blueprint::AWAITING_APPROVAL
+        )
+    );
     assert!(message.contains(&preview.digest), "{message}");
 
     let plan = plan_of(&ns.name, "db");
@@ -195,22 +241,35 @@ async fn a_manual_upgrade_shows_its_plan_and_a_republished_bundle_asks_again() {
     assert_eq!(image.old, Some(json!("registry.k8s.io/pause:3.9")));
     assert_eq!(image.new, Some(json!("registry.k8s.io/pause:3.10")));
     assert!(
-        plan.rbac.gained.iter().any(|g| g.resource == "storageclasses"
-            && g.api_group == "storage.k8s.io"
-            && g.verb == "list"
-            && g.cluster_wide()),
+        plan.rbac
+            .gained
+            .iter()
+            .any(|g| g.resource == "storageclasses"
+                && g.api_group == "storage.k8s.io"
+                && g.verb == "list"
+                && g.cluster_wide()),
         "gains storageclasses cluster-wide: {:#?}",
         plan.rbac
     );
     assert!(plan.rbac.lost.is_empty(), "{:#?}", plan.rbac.lost);
     assert!(
-        plan.images.iter().any(|i| i.old.as_deref() == Some("registry.k8s.io/pause:3.9")
-            && i.new.as_deref() == Some("registry.k8s.io/pause:3.10")),
+        plan.images
+            .iter()
+            .any(|i| i.old.as_deref() == Some("registry.k8s.io/pause:3.9")
+                && i.new.as_deref() == Some("registry.k8s.io/pause:3.10")),
         "{:#?}",
         plan.images
     );
-    let crd = plan.crds.iter().find(|c| c.name == bundles.crd_name()).expect("the CRD");
-    assert_eq!((crd.action, crd.verdict), (CrdAction::Change, CrdVerdict::Safe), "{crd:#?}");
+    let crd = plan
+        .crds
+        .iter()
+        .find(|c| c.name == bundles.crd_name())
+        .expect("the CRD");
+    assert_eq!(
+        (crd.action, crd.verdict),
+        (CrdAction::Change, CrdVerdict::Safe),
+        "{crd:#?}"
+    );
     let text = windlass_ok(&["plan", "db", "-n", &ns.name]);
     println!("{text}");
     for part in [
@@ -224,13 +283,22 @@ async fn a_manual_upgrade_shows_its_plan_and_a_republished_bundle_asks_again() {
     }
     // Nothing of it runs while it waits.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert_eq!(operator_container(&operator(&admin, &ns.name).await)["image"], "registry.k8s.io/pause:3.9");
+    assert_eq!(
+        operator_container(&operator(&admin, &ns.name).await)["image"],
+        "registry.k8s.io/pause:3.9"
+    );
 
     windlass_ok(&["approve", "db", "-n", &ns.name, "--plan", &plan.digest]);
-    let upgraded = wait_blueprint(&admin, &ns.name, "db", "1.1.0 Completed", TIMEOUT, |b| completed(b, 2)).await;
+    let upgraded = wait_blueprint(&admin, &ns.name, "db", "1.1.0 Completed", TIMEOUT, |b| {
+        completed(b, 2)
+    })
+    .await;
     let record = &upgraded.status.as_ref().unwrap().history[0];
     assert_eq!(record.approved_plan.as_deref(), Some(plan.digest.as_str()));
-    assert_eq!(operator_container(&operator(&admin, &ns.name).await)["image"], "registry.k8s.io/pause:3.10");
+    assert_eq!(
+        operator_container(&operator(&admin, &ns.name).await)["image"],
+        "registry.k8s.io/pause:3.10"
+    );
 
     // 1.1.0 republished with other content under the same reference.
     bundles
@@ -241,17 +309,38 @@ async fn a_manual_upgrade_shows_its_plan_and_a_republished_bundle_asks_again() {
             }
         })
         .await;
-    let again = wait_blueprint(&admin, &ns.name, "db", "the republished bundle waits again", TIMEOUT, |b| {
-        b.spec.revision == 3 && waits_with_plan(b)
-    })
+    let again = wait_blueprint(
+        &admin,
+        &ns.name,
+        "db",
+        "the republished bundle waits again",
+        TIMEOUT,
+        |b| b.spec.revision == 3 && waits_with_plan(b),
+    )
     .await;
     let status = again.status.as_ref().unwrap();
-    assert!(status.history[0].reason.contains("the bundle's digest changed"), "{}", status.history[0].reason);
+    assert!(
+        status.history[0]
+            .reason
+            .contains("the bundle's digest changed"),
+        "{}",
+        status.history[0].reason
+    );
     let preview = status.preview.as_ref().unwrap();
-    assert!(preview.changes.contains("republished"), "says what changed: {}", preview.changes);
+    assert!(
+        preview.changes.contains("republished"),
+        "says what changed: {}",
+        preview.changes
+    );
     assert_ne!(preview.digest, plan.digest);
     let (status, reason, _) = plan_approved(&again).unwrap();
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, reasons::blueprint::AWAITING_APPROVAL));
+    assert_eq!(
+        (status, reason.as_str()),
+        (
+            ConditionStatus::False,
+            reasons::blueprint::AWAITING_APPROVAL
+        )
+    );
     let republished = plan_of(&ns.name, "db");
     assert_eq!(republished.kind, PlanKind::Reinstall);
     let env = republished
@@ -266,7 +355,10 @@ async fn a_manual_upgrade_shows_its_plan_and_a_republished_bundle_asks_again() {
     );
     tokio::time::sleep(Duration::from_secs(5)).await;
     let container = operator_container(&operator(&admin, &ns.name).await);
-    assert!(!container.to_string().contains("1.1.0-hotfix"), "not applied before approval");
+    assert!(
+        !container.to_string().contains("1.1.0-hotfix"),
+        "not applied before approval"
+    );
 }
 
 /// Given acme-db 1.0.0 installed under Manual approval, when the Subscription's operator config
@@ -286,28 +378,50 @@ async fn a_config_change_under_manual_approval_waits_for_its_plan() {
                "approval": "Manual", "targetNamespaces": [ns.name]}),
     )
     .await;
-    wait_blueprint(&client, &ns.name, "db", "the install waits", TIMEOUT, waits_with_plan).await;
+    wait_blueprint(
+        &client,
+        &ns.name,
+        "db",
+        "the install waits",
+        TIMEOUT,
+        waits_with_plan,
+    )
+    .await;
     windlass_testkit::lifecycle::approve(&client, &ns.name, "db").await;
-    wait_blueprint(&client, &ns.name, "db", "1.0.0 Completed", TIMEOUT, |b| completed(b, 1)).await;
+    wait_blueprint(&client, &ns.name, "db", "1.0.0 Completed", TIMEOUT, |b| {
+        completed(b, 1)
+    })
+    .await;
 
     Api::<windlass_api::Subscription>::namespaced(client.clone(), &ns.name)
         .patch(
             "db",
             &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"config": {"env": [{"name": "LOG_LEVEL", "value": "debug"}]}}})),
+            &Patch::Merge(
+                json!({"spec": {"config": {"env": [{"name": "LOG_LEVEL", "value": "debug"}]}}}),
+            ),
         )
         .await
         .unwrap();
-    let waiting = wait_blueprint(&client, &ns.name, "db", "the config change waits", TIMEOUT, |b| {
-        b.spec.revision == 2 && waits_with_plan(b)
-    })
+    let waiting = wait_blueprint(
+        &client,
+        &ns.name,
+        "db",
+        "the config change waits",
+        TIMEOUT,
+        |b| b.spec.revision == 2 && waits_with_plan(b),
+    )
     .await;
     assert_eq!(
         waiting.status.as_ref().unwrap().history[0].reason,
         "reinstall 1.0.0: the install settings changed"
     );
     let plan = plan_of(&ns.name, "db");
-    let deployment = plan.objects.iter().find(|o| o.object.kind == "Deployment").unwrap();
+    let deployment = plan
+        .objects
+        .iter()
+        .find(|o| o.object.kind == "Deployment")
+        .unwrap();
     assert!(
         deployment
             .fields
@@ -320,7 +434,10 @@ async fn a_config_change_under_manual_approval_waits_for_its_plan() {
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let container = operator_container(&operator(&client, &ns.name).await);
-        assert!(!container.to_string().contains("LOG_LEVEL"), "applied without approval");
+        assert!(
+            !container.to_string().contains("LOG_LEVEL"),
+            "applied without approval"
+        );
     }
 
     let blueprints = Api::<Blueprint>::namespaced(client.clone(), &ns.name);
@@ -345,9 +462,19 @@ async fn a_config_change_under_manual_approval_waits_for_its_plan() {
         )
         .await
         .unwrap();
-    let applied = wait_blueprint(&client, &ns.name, "db", "revision 2 Completed", TIMEOUT, |b| completed(b, 2)).await;
+    let applied = wait_blueprint(
+        &client,
+        &ns.name,
+        "db",
+        "revision 2 Completed",
+        TIMEOUT,
+        |b| completed(b, 2),
+    )
+    .await;
     assert_eq!(
-        applied.status.as_ref().unwrap().history[0].approved_plan.as_deref(),
+        applied.status.as_ref().unwrap().history[0]
+            .approved_plan
+            .as_deref(),
         Some(plan.digest.as_str()),
         "approved: true bound the plan shown"
     );
@@ -372,8 +499,12 @@ async fn a_manual_rollback_lists_the_out_of_band_edits_it_overwrites() {
     let client = ns.client().clone();
     let bundles = Isolated::new("plandrift");
     let extra = [("settings.configmap.yaml", settings("info"))];
-    let old = bundles.publish_adding("acme-db/1.0.0", |_| {}, &extra).await;
-    let new = bundles.publish_adding("acme-db/1.0.1", |_| {}, &extra).await;
+    let old = bundles
+        .publish_adding("acme-db/1.0.0", |_| {}, &extra)
+        .await;
+    let new = bundles
+        .publish_adding("acme-db/1.0.1", |_| {}, &extra)
+        .await;
     let catalog = TestCatalog::serving(&client, "plandrift", std::slice::from_ref(&old)).await;
     subscribe(
         &client,
@@ -383,13 +514,30 @@ async fn a_manual_rollback_lists_the_out_of_band_edits_it_overwrites() {
                "approval": "Manual", "targetNamespaces": [ns.name]}),
     )
     .await;
-    wait_blueprint(&client, &ns.name, "db", "the install waits", TIMEOUT, waits_with_plan).await;
+    wait_blueprint(
+        &client,
+        &ns.name,
+        "db",
+        "the install waits",
+        TIMEOUT,
+        waits_with_plan,
+    )
+    .await;
     windlass_ok(&["approve", "db", "-n", &ns.name]);
-    wait_blueprint(&client, &ns.name, "db", "1.0.0 Completed", TIMEOUT, |b| completed(b, 1)).await;
+    wait_blueprint(&client, &ns.name, "db", "1.0.0 Completed", TIMEOUT, |b| {
+        completed(b, 1)
+    })
+    .await;
     use_images(&catalog, &[old, new]).await;
-    wait_blueprint(&client, &ns.name, "db", "1.0.1 waits", TIMEOUT, |b| b.spec.revision == 2 && waits_with_plan(b)).await;
+    wait_blueprint(&client, &ns.name, "db", "1.0.1 waits", TIMEOUT, |b| {
+        b.spec.revision == 2 && waits_with_plan(b)
+    })
+    .await;
     windlass_ok(&["approve", "db", "-n", &ns.name]);
-    wait_blueprint(&client, &ns.name, "db", "1.0.1 Completed", TIMEOUT, |b| completed(b, 2)).await;
+    wait_blueprint(&client, &ns.name, "db", "1.0.1 Completed", TIMEOUT, |b| {
+        completed(b, 2)
+    })
+    .await;
 
     let configmaps = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
     configmaps
@@ -403,13 +551,29 @@ async fn a_manual_rollback_lists_the_out_of_band_edits_it_overwrites() {
         )
         .await
         .unwrap();
-    let rollback = windlass_ok(&["rollback", "db", "-n", &ns.name, "--wait", "--timeout", "180"]);
+    let rollback = windlass_ok(&[
+        "rollback",
+        "db",
+        "-n",
+        &ns.name,
+        "--wait",
+        "--timeout",
+        "180",
+    ]);
     assert!(rollback.contains("waits for approval"), "{rollback}");
-    let waiting = wait_blueprint(&client, &ns.name, "db", "the rollback waits with its plan", TIMEOUT, |b| {
-        b.spec.revision == 3 && waits_with_plan(b)
-    })
+    let waiting = wait_blueprint(
+        &client,
+        &ns.name,
+        "db",
+        "the rollback waits with its plan",
+        TIMEOUT,
+        |b| b.spec.revision == 3 && waits_with_plan(b),
+    )
     .await;
-    assert_eq!(waiting.status.as_ref().unwrap().history[0].restored_from, Some(1));
+    assert_eq!(
+        waiting.status.as_ref().unwrap().history[0].restored_from,
+        Some(1)
+    );
     let plan = plan_of(&ns.name, "db");
     assert_eq!(plan.kind, PlanKind::Rollback);
     let drift = plan
@@ -425,14 +589,32 @@ async fn a_manual_rollback_lists_the_out_of_band_edits_it_overwrites() {
     let text = windlass_ok(&["plan", "db", "-n", &ns.name]);
     assert!(text.contains("Edited out of band"), "{text}");
     assert_eq!(
-        configmaps.get("acme-db-settings").await.unwrap().data.unwrap()["log-level"],
+        configmaps
+            .get("acme-db-settings")
+            .await
+            .unwrap()
+            .data
+            .unwrap()["log-level"],
         "debug",
         "the edit stands until the rollback is approved"
     );
 
-    windlass_ok(&["approve", "db", "-n", &ns.name, "--wait", "--timeout", "180"]);
+    windlass_ok(&[
+        "approve",
+        "db",
+        "-n",
+        &ns.name,
+        "--wait",
+        "--timeout",
+        "180",
+    ]);
     assert_eq!(
-        configmaps.get("acme-db-settings").await.unwrap().data.unwrap()["log-level"],
+        configmaps
+            .get("acme-db-settings")
+            .await
+            .unwrap()
+            .data
+            .unwrap()["log-level"],
         "info",
         "the rollback overwrote the edit"
     );

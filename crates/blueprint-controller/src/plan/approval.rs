@@ -128,7 +128,11 @@ pub(super) fn preview_blocked(
 
 /// The approval given, against the plan now: the verdict, and the digest a bare
 /// `approved: true` is bound to (kept in the status so it outlives this round).
-fn judge(input: &Input<'_>, record: &RevisionRecord, preview: &PlanPreview) -> (Gate, Option<String>) {
+fn judge(
+    input: &Input<'_>,
+    record: &RevisionRecord,
+    preview: &PlanPreview,
+) -> (Gate, Option<String>) {
     let digest = &preview.digest;
     let name = input.name;
     let shown = input
@@ -136,9 +140,13 @@ fn judge(input: &Input<'_>, record: &RevisionRecord, preview: &PlanPreview) -> (
         .preview
         .as_ref()
         .filter(|p| p.revision == record.revision);
-    let bound = shown
-        .and_then(|p| p.approved.clone())
-        .or_else(|| input.spec.approved.then(|| shown.map(|p| p.digest.clone())).flatten());
+    let bound = shown.and_then(|p| p.approved.clone()).or_else(|| {
+        input
+            .spec
+            .approved
+            .then(|| shown.map(|p| p.digest.clone()))
+            .flatten()
+    });
     let how = format!(
         "`windlass plan {name}` shows it; `windlass approve {name}` (or spec.approvedPlan: \
          {digest}) approves it"
@@ -201,7 +209,10 @@ fn is_automatic_rollback(input: &Input<'_>, record: &RevisionRecord) -> bool {
 }
 
 fn target<'a>(input: &'a Input<'_>) -> &'a str {
-    match (input.spec.cluster_service_version_name.as_str(), &input.spec.bundle) {
+    match (
+        input.spec.cluster_service_version_name.as_str(),
+        &input.spec.bundle,
+    ) {
         ("", Some(bundle)) => bundle.cluster_service_version_name.as_str(),
         (target, _) => target,
     }
@@ -251,7 +262,10 @@ pub(super) fn request(
     let kind = match (&running, record.restored_from) {
         (_, Some(_)) => PlanKind::Rollback,
         (None, None) => PlanKind::Install,
-        (Some(running), None) => match (intent::parse(&running.version), intent::parse(&record.version)) {
+        (Some(running), None) => match (
+            intent::parse(&running.version),
+            intent::parse(&record.version),
+        ) {
             (Some(from), Some(to)) => match windlass_catalog::range::precedence(&to, &from) {
                 std::cmp::Ordering::Greater => PlanKind::Upgrade,
                 std::cmp::Ordering::Less => PlanKind::Downgrade,

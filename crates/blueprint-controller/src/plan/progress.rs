@@ -217,8 +217,7 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
         Validation::UnsafeCrds(violations) if !started => {
             // Whoever is asked to approve sees the plan and its CRD verdict either way.
             let request = approval::request(input, &current, apply_plan(input, &current));
-            if let Some(need) = approval::preview_blocked(input, &current, request, &mut changes)
-            {
+            if let Some(need) = approval::preview_blocked(input, &current, request, &mut changes) {
                 return Outcome::Check(need);
             }
             let summary = unsafe_crds(&mut changes, violations);

@@ -108,7 +108,10 @@ pub async fn preview(
     // What changed is told against the plan shown before for this revision, else against
     // the previous revision's.
     let earlier = match (stored, request.previous) {
-        (Some(stored), _) => Some((format!("the plan shown before for revision {revision}"), stored.plan)),
+        (Some(stored), _) => Some((
+            format!("the plan shown before for revision {revision}"),
+            stored.plan,
+        )),
         (None, Some(previous)) => store::read(client, ctx.key, blueprint, previous)
             .await?
             .map(|s| (format!("revision {previous}'s plan"), s.plan)),
@@ -129,11 +132,7 @@ pub async fn preview(
 
 /// What the status shows of a plan.
 fn status_of(plan: &Plan, checksum: &str, blueprint: &Blueprint) -> PlanPreview {
-    let computed = plan
-        .computed_at
-        .parse::<Timestamp>()
-        .ok()
-        .map(Time);
+    let computed = plan.computed_at.parse::<Timestamp>().ok().map(Time);
     PlanPreview {
         revision: plan.revision,
         digest: plan.digest.clone(),
@@ -186,7 +185,11 @@ async fn compute(
             }
         } else {
             kinds.insert((manifest.api_version().into(), manifest.kind().into()));
-            match ctx.manager.resource(manifest.api_version(), manifest.kind()).await {
+            match ctx
+                .manager
+                .resource(manifest.api_version(), manifest.kind())
+                .await
+            {
                 Ok((_, namespaced)) => Desired {
                     object: build::object(&manifest.object, namespaced, &owner),
                     namespaced,
@@ -257,8 +260,7 @@ async fn compute(
         .is_some_and(|w| !w.is_empty())
     {
         notes.push(
-            "webhook Services, certificates and configurations are not part of this preview"
-                .into(),
+            "webhook Services, certificates and configurations are not part of this preview".into(),
         );
     }
     for object in &derived {
@@ -277,10 +279,18 @@ async fn compute(
         let mut change = examine_unserved(&gone.object, &identity);
         change.action = ObjectAction::Delete;
         change.from_csv = true;
-        change.by = if gone.namespaced { identity.clone() } else { "manager".into() };
+        change.by = if gone.namespaced {
+            identity.clone()
+        } else {
+            "manager".into()
+        };
         change.note = Some(format!(
             "removed with {}",
-            request.apply.supersedes.as_deref().unwrap_or("the old ClusterServiceVersion")
+            request
+                .apply
+                .supersedes
+                .as_deref()
+                .unwrap_or("the old ClusterServiceVersion")
         ));
         changes.push(change);
     }
@@ -435,12 +445,17 @@ async fn drift(
     let mut applied = Vec::new();
     if let Ok(content) = content::read(client, ctx.key, blueprint, running.revision).await? {
         let shipped = revision::to_bundle_manifests(&content);
-        let converted = convert_manifests(&shipped).map(|c| c.objects).unwrap_or(shipped);
-        for manifest in converted
-            .iter()
-            .filter(|m| m.kind() != "CustomResourceDefinition" && m.kind() != "ClusterServiceVersion")
-        {
-            if let Ok((_, namespaced)) = ctx.manager.resource(manifest.api_version(), manifest.kind()).await {
+        let converted = convert_manifests(&shipped)
+            .map(|c| c.objects)
+            .unwrap_or(shipped);
+        for manifest in converted.iter().filter(|m| {
+            m.kind() != "CustomResourceDefinition" && m.kind() != "ClusterServiceVersion"
+        }) {
+            if let Ok((_, namespaced)) = ctx
+                .manager
+                .resource(manifest.api_version(), manifest.kind())
+                .await
+            {
                 applied.push(build::object(&manifest.object, namespaced, owner));
             }
         }
@@ -470,7 +485,11 @@ async fn drift(
 
 /// Why this version: the revision's reason, then the resolver's explanation as the
 /// Subscription reports it.
-async fn reasons(manager: &Applier, blueprint: &Blueprint, request: &PreviewRequest) -> Vec<String> {
+async fn reasons(
+    manager: &Applier,
+    blueprint: &Blueprint,
+    request: &PreviewRequest,
+) -> Vec<String> {
     let mut reasons = vec![request.reason.clone()];
     let Some(subscription) = blueprint.labels().get(labels::SUBSCRIPTION) else {
         return reasons;

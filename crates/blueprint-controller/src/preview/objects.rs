@@ -133,6 +133,13 @@ pub fn from_csv(csv: &Value) -> Vec<Desired> {
         "controller": true,
         "blockOwnerDeletion": true,
     });
+    // The Deployments run what the CSV's sealed rewrites say, so the plan shows that too.
+    let image_rewrites: Vec<windlass_mirror::Rewrite> = spec
+        .image_rewrites
+        .iter()
+        .cloned()
+        .map(Into::into)
+        .collect();
     let context = InstallContext {
         csv_name: name,
         namespace,
@@ -140,6 +147,7 @@ pub fn from_csv(csv: &Value) -> Vec<Desired> {
         definition: &definition,
         target_namespaces: &spec.target_namespaces,
         config: &spec.config,
+        image_rewrites: &image_rewrites,
     };
     csv_objects(&context)
         .into_iter()
@@ -178,7 +186,10 @@ pub async fn leftovers(
     let manager = writers.manager;
     let selector = crate::names::selector(&owner.name, &owner.namespace);
     let mut out = Vec::new();
-    for (api_version, kind) in kinds.iter().filter(|(_, k)| k != "CustomResourceDefinition") {
+    for (api_version, kind) in kinds
+        .iter()
+        .filter(|(_, k)| k != "CustomResourceDefinition")
+    {
         let Ok((resource, namespaced)) = manager.resource(api_version, kind).await else {
             continue;
         };

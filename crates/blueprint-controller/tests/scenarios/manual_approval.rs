@@ -43,7 +43,13 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
     for path in [CRD_PATH, CONFIG_MAP_PATH, CSV_PATH] {
         assert!(dry.contains(&path), "{path} is dry-run: {dry:#?}");
     }
-    for kind in ["serviceaccounts", "roles", "rolebindings", "clusterroles", "deployments"] {
+    for kind in [
+        "serviceaccounts",
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "deployments",
+    ] {
         assert!(
             dry.iter().any(|p| p.contains(&format!("/{kind}/"))),
             "what the CSV makes ({kind}) is dry-run too: {dry:#?}"
@@ -51,7 +57,11 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
     }
     for request in writes.iter().filter(|r| r.dry_run()) {
         assert!(request.is_apply(), "{request}");
-        assert_eq!(request.field_manager(), Some(windlass_api::FIELD_MANAGER), "{request}");
+        assert_eq!(
+            request.field_manager(),
+            Some(windlass_api::FIELD_MANAGER),
+            "{request}"
+        );
         let read_first = requests
             .iter()
             .take_while(|r| !std::ptr::eq(*r, *request))
@@ -61,19 +71,29 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
 
     let blueprint = harness.blueprint();
     let status = blueprint.status.clone().expect("a status");
-    assert_eq!(status.phase, Some(windlass_api::blueprint::BlueprintPhase::RequiresApproval));
+    assert_eq!(
+        status.phase,
+        Some(windlass_api::blueprint::BlueprintPhase::RequiresApproval)
+    );
     let preview = status.preview.clone().expect("the plan is shown");
     assert_eq!(preview.revision, 1);
     assert_eq!(preview.secret, plan_secret::name(NAME, 1));
     assert!(preview.digest.starts_with("sha256:") && preview.digest.len() == 71);
-    assert!(preview.summary.starts_with("install 1.0.0"), "{}", preview.summary);
+    assert!(
+        preview.summary.starts_with("install 1.0.0"),
+        "{}",
+        preview.summary
+    );
 
     // The plan Secret: sealed for this Blueprint's revision 1, holding the plan shown.
     let secret: Secret = serde_json::from_value(real[1].body.clone()).expect("a Secret");
     assert_eq!(secret.type_.as_deref(), Some(plan_secret::TYPE));
     let meta = &secret.metadata;
     assert_eq!(meta.labels.as_ref().unwrap()[labels::PLAN_REVISION], "1");
-    assert!(!meta.labels.as_ref().unwrap().contains_key(labels::REVISION), "never listed as a revision");
+    assert!(
+        !meta.labels.as_ref().unwrap().contains_key(labels::REVISION),
+        "never listed as a revision"
+    );
     let digest = &meta.annotations.as_ref().unwrap()[annotations::PLAN_DIGEST];
     assert_eq!(*digest, preview.digest);
     let data = &secret.data.as_ref().unwrap()[plan_secret::DATA_KEY].0;
@@ -87,7 +107,11 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
         &seal_key(),
         &subject,
         &[data.as_slice(), digest.as_bytes()],
-        meta.annotations.as_ref().unwrap().get(seal::ANNOTATION).map(String::as_str),
+        meta.annotations
+            .as_ref()
+            .unwrap()
+            .get(seal::ANNOTATION)
+            .map(String::as_str),
     )
     .expect("the plan Secret carries a valid seal");
     let plan: Plan = codec::decode(data).expect("the plan decodes");
@@ -97,7 +121,11 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
         preview.checksum,
         format!("sha256:{}", windlass_preview::sha256_hex(data))
     );
-    assert!(plan.objects.iter().any(|o| o.object.kind == "Deployment" && o.from_csv));
+    assert!(
+        plan.objects
+            .iter()
+            .any(|o| o.object.kind == "Deployment" && o.from_csv)
+    );
 
     // Waiting settles: the stored plan is shown again, no dry run, no write.
     harness.reconcile().await.expect("looking again");
@@ -106,7 +134,10 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
     assert!(writes_of(&again).is_empty(), "{:#?}", routes(&again));
 
     harness.edit_blueprint(|spec| spec.approved_plan = Some(preview.digest.clone()));
-    harness.reconcile().await.expect("applying the approved plan");
+    harness
+        .reconcile()
+        .await
+        .expect("applying the approved plan");
     let applied = harness.api.take_requests();
     let real: Vec<&str> = writes_of(&applied)
         .into_iter()
@@ -115,7 +146,10 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
         .collect();
     assert_eq!(real, [CRD_PATH, CONFIG_MAP_PATH, CSV_PATH, STATUS_PATH]);
     let record = harness.blueprint().status.unwrap().history[0].clone();
-    assert_eq!(record.approved_plan.as_deref(), Some(preview.digest.as_str()));
+    assert_eq!(
+        record.approved_plan.as_deref(),
+        Some(preview.digest.as_str())
+    );
     assert_eq!(record.plan.as_deref(), Some(preview.digest.as_str()));
     harness.api.assert_nothing_unexpected();
 }

@@ -453,7 +453,6 @@ fn a_package_blob_provider_property_and_opm_csv_metadata_are_read() {
     assert_eq!(provider.names["zh"], "阿克米");
 
     let from_opm = fbc_package("- {name: p.v1.0.0}", &[])
-        .replace("defaultChannel: stable\n", "defaultChannel: stable\n")
         + "---\nschema: olm.bundle\nname: p.v1.0.0\npackage: p\nimage: r/p:1\nproperties:\n- {type: olm.package, value: {packageName: p, version: 1.0.0}}\n- {type: olm.csv.metadata, value: {annotations: {provider-type: certified}, provider: {name: Red Hat, url: 'https://redhat.com'}}}\n";
     let provider = gate(fbc(&from_opm)).catalog.packages["p"]
         .provider

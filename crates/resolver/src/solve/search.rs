@@ -148,7 +148,7 @@ pub(crate) fn candidates<'a>(
 ) -> &'a [BundleId] {
     match cands {
         Cands::Req(b, r) => match &index.bundle(b).requires[r as usize] {
-            Req::Package { cands, .. } => &cands[..],
+            Req::Package { cands, .. } => cands,
             Req::Constraint(_) => &index.constraint_cands(b, r).ordered,
             Req::Gvk(_) => &[],
         },

@@ -94,7 +94,7 @@ pub fn owned_entries(managed: &[ManagedFieldsEntry], manager: &str) -> BTreeSet<
         .filter(|e| {
             e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some("Apply")
         })
-        .flat_map(|e| entry_keys(e))
+        .flat_map(entry_keys)
         .collect()
 }
 

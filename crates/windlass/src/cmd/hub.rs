@@ -67,7 +67,7 @@ async fn run_async(args: HubArgs) -> anyhow::Result<ExitCode> {
         "token" => (
             AuthMode::BearerToken {
                 reviewer: kube::Client::try_from(config.clone())?,
-                base: config,
+                base: Box::new(config),
             },
             None,
         ),

@@ -66,7 +66,10 @@ async fn plan_async(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let plan = read_plan(&blueprints, &blueprint, args.revision).await?;
     match args.output.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&plan)?),
-        "yaml" => print!("{}", serde_saphyr::to_string(&plan).context("writing YAML")?),
+        "yaml" => print!(
+            "{}",
+            serde_saphyr::to_string(&plan).context("writing YAML")?
+        ),
         _ => {
             print!("{}", render::text(&plan));
             if let Some(line) = standing(&blueprint, &plan, &args.target) {
@@ -124,10 +127,11 @@ async fn read_plan(
     };
     let secret_name = plan_secret::name(&name, revision);
     let secrets = Api::<Secret>::namespaced(blueprints.clone().into_client(), &namespace);
-    let secret = secrets
-        .get_opt(&secret_name)
-        .await?
-        .with_context(|| format!("revision {revision} of {namespace}/{name} has no stored plan (Secret {secret_name})"))?;
+    let secret = secrets.get_opt(&secret_name).await?.with_context(|| {
+        format!(
+            "revision {revision} of {namespace}/{name} has no stored plan (Secret {secret_name})"
+        )
+    })?;
     let data = secret
         .data
         .as_ref()
@@ -147,7 +151,10 @@ async fn read_plan(
     let plan: Plan = windlass_revisions::codec::decode(&data.0)
         .with_context(|| format!("reading the plan in Secret {secret_name}"))?;
     if plan.binding.digest() != plan.digest {
-        bail!("the plan in Secret {secret_name} does not match its own digest {}", plan.digest);
+        bail!(
+            "the plan in Secret {secret_name} does not match its own digest {}",
+            plan.digest
+        );
     }
     let recorded = status
         .history
@@ -201,7 +208,11 @@ async fn approve_async(args: ApproveArgs) -> anyhow::Result<ExitCode> {
              `windlass plan {} -n {namespace}`",
             preview.revision,
             preview.digest,
-            if preview.changes.is_empty() { String::new() } else { format!(" ({})", preview.changes) },
+            if preview.changes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", preview.changes)
+            },
             args.target.subscription
         );
     }
@@ -229,7 +240,13 @@ async fn approve_async(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
-    wait_applied(&blueprints, &name, preview.revision, Duration::from_secs(args.timeout)).await
+    wait_applied(
+        &blueprints,
+        &name,
+        preview.revision,
+        Duration::from_secs(args.timeout),
+    )
+    .await
 }
 
 /// Waits until `revision` Completed (success) or failed, printing each phase.
@@ -274,7 +291,10 @@ async fn wait_applied(
             bail!("the plan changed after it was approved; look at it again with `windlass plan`");
         }
         if tokio::time::Instant::now() > deadline {
-            bail!("timed out after {}s waiting for revision {revision}", timeout.as_secs());
+            bail!(
+                "timed out after {}s waiting for revision {revision}",
+                timeout.as_secs()
+            );
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }

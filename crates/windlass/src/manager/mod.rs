@@ -60,7 +60,7 @@ pub struct ManagerArgs {
 }
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 9] = [
+const CRDS: [&str; 10] = [
     "catalogs.windlass.dev",
     "packages.windlass.dev",
     "subscriptions.windlass.dev",

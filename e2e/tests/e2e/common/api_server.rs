@@ -122,7 +122,7 @@ impl ApiServer {
         name: &str,
     ) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(60);
-        let mut last = String::new();
+        let mut last;
         loop {
             match api.get(name).await {
                 Ok(crd) => {

@@ -113,14 +113,21 @@ impl Isolated {
             .await
             .expect("binding it to the install account");
         let user = format!("system:serviceaccount:{namespace}:windlass-installer");
-        wait_until_authorized(admin, &user, namespace, (&self.group, "databases", "update")).await;
+        wait_until_authorized(
+            admin,
+            &user,
+            namespace,
+            (&self.group, "databases", "update"),
+        )
+        .await;
     }
 }
 
 impl Drop for Isolated {
     fn drop(&mut self) {
         // The CRD is cluster-scoped: it outlives the test's namespace unless removed.
-        let crds = ["databases", "gateways", "monitors"].map(|plural| format!("{plural}.{}", self.group));
+        let crds =
+            ["databases", "gateways", "monitors"].map(|plural| format!("{plural}.{}", self.group));
         let _ = windlass_testkit::kubectl()
             .args(["delete", "crd", "--wait=false", "--ignore-not-found"])
             .args(&crds)

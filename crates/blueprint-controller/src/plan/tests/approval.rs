@@ -47,7 +47,12 @@ fn a_manual_upgrade_shows_its_plan_and_runs_once_that_plan_is_approved_by_digest
     let mut world = manual_installed();
     // Asked for on every look while it waits (the reconciler shows the stored plan again).
     assert!(!world.previews.is_empty());
-    assert!(world.previews.iter().all(|p| p.kind == PlanKind::Install && p.apply.content.revision == 1));
+    assert!(
+        world
+            .previews
+            .iter()
+            .all(|p| p.kind == PlanKind::Install && p.apply.content.revision == 1)
+    );
     let first = world.record(1).clone();
     assert_eq!(first.plan.as_deref(), Some(world.plan_digest(1).as_str()));
     assert_eq!(first.approved_plan, first.plan, "the approval is recorded");
@@ -61,20 +66,38 @@ fn a_manual_upgrade_shows_its_plan_and_runs_once_that_plan_is_approved_by_digest
     assert_eq!(shown.digest, world.plan_digest(2));
     let request = world.previews.last().unwrap();
     assert_eq!(request.kind, PlanKind::Upgrade);
-    assert_eq!(request.running.as_ref().map(|r| r.version.as_str()), Some("1.0.0"));
+    assert_eq!(
+        request.running.as_ref().map(|r| r.version.as_str()),
+        Some("1.0.0")
+    );
     assert_eq!(request.previous, Some(1));
     assert!(!request.drift);
     let (status, reason, message) = world.plan_approved().unwrap();
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, reasons::blueprint::AWAITING_APPROVAL));
-    assert!(message.contains(&shown.digest) && message.contains("windlass approve db"), "{message}");
+    assert_eq!(
+        (status, reason.as_str()),
+        (
+            ConditionStatus::False,
+            reasons::blueprint::AWAITING_APPROVAL
+        )
+    );
+    assert!(
+        message.contains(&shown.digest) && message.contains("windlass approve db"),
+        "{message}"
+    );
 
     world.approve_shown();
     let applied = world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
     assert!(matches!(applied.action, Action::Apply(_)));
-    assert_eq!(world.record(2).approved_plan.as_deref(), Some(shown.digest.as_str()));
+    assert_eq!(
+        world.record(2).approved_plan.as_deref(),
+        Some(shown.digest.as_str())
+    );
     let (status, reason, _) = world.plan_approved().unwrap();
-    assert_eq!((status, reason.as_str()), (ConditionStatus::True, reasons::blueprint::PLAN_APPROVED));
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::True, reasons::blueprint::PLAN_APPROVED)
+    );
 }
 
 #[test]
@@ -89,13 +112,27 @@ fn approved_true_binds_the_plan_shown_and_a_plan_that_changes_after_it_waits_aga
     world.generation += 1;
     world.placement = "as another installer".into();
     world.settle();
-    assert_eq!(world.phase(), BlueprintPhase::RequiresApproval, "not applied");
+    assert_eq!(
+        world.phase(),
+        BlueprintPhase::RequiresApproval,
+        "not applied"
+    );
     let now = world.shown();
     assert_ne!(now.digest, shown.digest);
-    assert_eq!(now.approved.as_deref(), Some(shown.digest.as_str()), "the approval stays bound");
+    assert_eq!(
+        now.approved.as_deref(),
+        Some(shown.digest.as_str()),
+        "the approval stays bound"
+    );
     let (status, reason, message) = world.plan_approved().unwrap();
-    assert_eq!((status, reason.as_str()), (ConditionStatus::False, reasons::blueprint::PLAN_CHANGED));
-    assert!(message.contains(&shown.digest) && message.contains(&now.digest), "{message}");
+    assert_eq!(
+        (status, reason.as_str()),
+        (ConditionStatus::False, reasons::blueprint::PLAN_CHANGED)
+    );
+    assert!(
+        message.contains(&shown.digest) && message.contains(&now.digest),
+        "{message}"
+    );
     // Still waiting however often it looks again: the bare approval was for the other plan.
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::RequiresApproval);
@@ -103,7 +140,10 @@ fn approved_true_binds_the_plan_shown_and_a_plan_that_changes_after_it_waits_aga
     world.approve_shown();
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
-    assert_eq!(world.record(2).approved_plan.as_deref(), Some(now.digest.as_str()));
+    assert_eq!(
+        world.record(2).approved_plan.as_deref(),
+        Some(now.digest.as_str())
+    );
 }
 
 #[test]
@@ -130,7 +170,10 @@ fn an_approved_plan_naming_another_digest_approves_nothing() {
     assert_eq!(world.phase(), BlueprintPhase::RequiresApproval);
     let (_, reason, message) = world.plan_approved().unwrap();
     assert_eq!(reason, reasons::blueprint::PLAN_CHANGED);
-    assert!(message.contains("spec.approvedPlan names sha256:something-else"), "{message}");
+    assert!(
+        message.contains("spec.approvedPlan names sha256:something-else"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -149,10 +192,24 @@ fn a_config_or_target_change_under_manual_approval_is_a_new_plan_that_waits() {
         world.generation += 1;
         let waiting = world.settle();
         assert_eq!(world.phase(), BlueprintPhase::RequiresApproval, "{change}");
-        assert_eq!(waiting.action, Action::Record, "{change}: nothing re-applied");
-        assert_eq!(world.record(2).reason, "reinstall 1.0.0: the install settings changed");
-        assert_eq!(world.previews.last().unwrap().kind, PlanKind::Reinstall, "{change}");
-        assert!(!world.spec.approved && world.spec.approved_plan.is_none(), "{change}: reset");
+        assert_eq!(
+            waiting.action,
+            Action::Record,
+            "{change}: nothing re-applied"
+        );
+        assert_eq!(
+            world.record(2).reason,
+            "reinstall 1.0.0: the install settings changed"
+        );
+        assert_eq!(
+            world.previews.last().unwrap().kind,
+            PlanKind::Reinstall,
+            "{change}"
+        );
+        assert!(
+            !world.spec.approved && world.spec.approved_plan.is_none(),
+            "{change}: reset"
+        );
         world.approve_shown();
         world.settle();
         assert_eq!(world.phase(), BlueprintPhase::Installing, "{change}");
@@ -168,7 +225,10 @@ fn a_republished_bundle_after_an_approval_asks_again() {
     world.generation += 1;
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::RequiresApproval);
-    assert_eq!(world.record(2).reason, "reinstall 1.0.0: the bundle's digest changed");
+    assert_eq!(
+        world.record(2).reason,
+        "reinstall 1.0.0: the bundle's digest changed"
+    );
     assert_ne!(world.shown().digest, world.record(1).plan.clone().unwrap());
 }
 
@@ -176,7 +236,8 @@ fn a_republished_bundle_after_an_approval_asks_again() {
 fn a_new_revision_that_changes_nothing_that_runs_needs_no_approval() {
     let mut world = manual_installed();
     let original = world.spec.config.clone();
-    world.spec.config = serde_json::from_value(serde_json::json!({"env": [{"name": "X", "value": "1"}]})).unwrap();
+    world.spec.config =
+        serde_json::from_value(serde_json::json!({"env": [{"name": "X", "value": "1"}]})).unwrap();
     world.generation += 1;
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::RequiresApproval);
@@ -189,7 +250,8 @@ fn a_new_revision_that_changes_nothing_that_runs_needs_no_approval() {
 }
 
 #[test]
-fn a_manual_rollback_under_manual_approval_waits_with_the_edits_it_overwrites_and_an_automatic_one_does_not() {
+fn a_manual_rollback_under_manual_approval_waits_with_the_edits_it_overwrites_and_an_automatic_one_does_not()
+ {
     let mut world = manual_installed();
     world.subscribe_to("1.0.1");
     world.settle();
@@ -206,7 +268,10 @@ fn a_manual_rollback_under_manual_approval_waits_with_the_edits_it_overwrites_an
     let request = world.previews.last().unwrap();
     assert_eq!(request.kind, PlanKind::Rollback);
     assert!(request.drift, "a rollback lists out-of-band edits");
-    assert_eq!(request.running.as_ref().map(|r| r.version.as_str()), Some("1.0.1"));
+    assert_eq!(
+        request.running.as_ref().map(|r| r.version.as_str()),
+        Some("1.0.1")
+    );
     world.approve_shown();
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::RollingBack);
@@ -229,7 +294,11 @@ fn automatic_approval_previews_only_on_request_and_never_waits() {
     let mut world = World::installed(&["1.0.0"]);
     assert!(world.previews.is_empty(), "no preview asked for");
     assert!(world.status.preview.is_none());
-    assert_eq!(world.record(1).plan, Some(world.plan_digest(1)), "the digest is recorded anyway");
+    assert_eq!(
+        world.record(1).plan,
+        Some(world.plan_digest(1)),
+        "the digest is recorded anyway"
+    );
     assert_eq!(world.record(1).approved_plan, None);
 
     world.spec.preview = true;
@@ -248,6 +317,14 @@ fn a_blocked_upgrade_under_manual_approval_shows_its_plan_and_why() {
     world.subscribe_to("1.1.0");
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Pending);
-    assert_eq!(world.shown().revision, 2, "the plan with its CRD verdict is shown");
-    assert!(world.condition_is(conditions::blueprint::CRD_UPGRADE_SAFE, ConditionStatus::False, "Unsafe"));
+    assert_eq!(
+        world.shown().revision,
+        2,
+        "the plan with its CRD verdict is shown"
+    );
+    assert!(world.condition_is(
+        conditions::blueprint::CRD_UPGRADE_SAFE,
+        ConditionStatus::False,
+        "Unsafe"
+    ));
 }

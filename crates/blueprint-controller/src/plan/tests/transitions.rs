@@ -142,7 +142,8 @@ fn manual_approval_waits_per_revision_and_nothing_is_applied_meanwhile() {
     );
     let waiting = world.step("CRDs").1;
     assert!(
-        waiting.starts_with("plan sha256:acme-db.v1.0.1|") && waiting.contains("waits for approval"),
+        waiting.starts_with("plan sha256:acme-db.v1.0.1|")
+            && waiting.contains("waits for approval"),
         "{waiting}"
     );
     assert!(waiting.contains("`windlass approve db`"), "{waiting}");
