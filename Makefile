@@ -43,7 +43,7 @@ demo: ## Local control plane + manager + built-in catalog: install, upgrade, aut
 
 .PHONY: unit
 unit: ## Unit and library tests (no cluster needed)
-	$(CARGO) test --workspace --exclude windlass-e2e
+	CARGO=$(CARGO) $(E2E)/unit-tests.sh
 
 # `make e2e E2E_MODULES="examples helm_chart"` runs some modules of e2e/tests/e2e only.
 E2E_MODULES ?=

@@ -22,15 +22,23 @@ done
 modules=("$@")
 ((${#modules[@]})) || modules=("${all[@]}")
 
-# Always --workspace: cargo unifies features over the packages it builds, and a narrower
-# selection would compile kube and its dependencies a second time.
-"$cargo" test --workspace --test e2e --no-run
+# Built as `make build` builds (see test-binaries.sh), so nothing is compiled again; the
+# executables are then run from the e2e folder as cargo would.
+binaries="$(mktemp "${TMPDIR:-/tmp}/windlass-test-binaries.XXXXXX")"
+trap 'rm -f "$binaries"' EXIT
+"$E2E_DIR/scripts/test-binaries.sh" >"$binaries"
+executable() { # kind name
+  awk -F'\t' -v kind="$1" -v name="$2" '$1 == "windlass-e2e" && $2 == kind && $3 == name { print $5 }' "$binaries"
+}
+e2e="$(executable test e2e)"
+image="$(executable bin windlass-image)"
+[[ -x "$e2e" && -x "$image" ]] || die "the e2e test executables were not built (see test-binaries.sh)"
 failed=()
 start=$SECONDS
 for module in "${modules[@]}"; do
   log "e2e module $module"
-  "$cargo" test --workspace --test e2e -- "${test_args[@]}" "$module::" || failed+=("$module")
+  (cd "$E2E_DIR" && "$e2e" "${test_args[@]}" "$module::") || failed+=("$module")
 done
-"$cargo" test --workspace --bin windlass-image -- "${test_args[@]}" || failed+=("(e2e crate unit tests)")
+(cd "$E2E_DIR" && "$image" "${test_args[@]}") || failed+=("(e2e crate unit tests)")
 log "end-to-end tests took $((SECONDS - start)) s"
 ((${#failed[@]} == 0)) || die "failed: ${failed[*]}"

@@ -326,7 +326,7 @@ mod tests {
             ("package=&namespace=a", "package"),
             ("package=acme-db&namespace=a&approval=Sometimes", "approval"),
             (
-                "package=acme-db&namespace=a&versionRange=%3E%3Dx",
+                "package=acme-db&namespace=a&versionRange=%3E%3Dbanana",
                 "versionRange",
             ),
             ("package=acme-db&namespace=a&catalog=..", "catalog"),

@@ -34,12 +34,14 @@ fn searches_filter_by_words_provider_type_keyword_and_catalog() {
     let index = index(24);
     let cases: Vec<(Query, usize)> = vec![
         (Query::default(), 24),
-        (Query::parse("q=DATABASE"), 2),
+        // database is the first keyword of 0 and 12 and the second of 15, 16 and 17.
+        (Query::parse("q=DATABASE"), 5),
         (Query::parse("q=database+backup"), 1),
         (Query::parse("q=nothing-like-it"), 0),
         (Query::parse("providerType=community"), 6),
         (Query::parse("providerType=Community&q=synthetic"), 6),
-        (Query::parse("keyword=Monitoring"), 4),
+        // monitoring: the first keyword of 1 and 13, the second of 18, 19 and 20.
+        (Query::parse("keyword=Monitoring"), 5),
         (Query::parse("catalog=synthetic&q=operator+12"), 1),
         (Query::parse("catalog=other"), 0),
     ];

@@ -56,7 +56,7 @@ pub fn catalog(packages: usize, versions: usize) -> Catalog {
     for n in 0..packages {
         let name = format!("synthetic-{n}");
         let (provider, provider_type) = PROVIDERS[n % PROVIDERS.len()];
-        let keywords = [WORDS[n % WORDS.len()], WORDS[(n / 3 + 5) % WORDS.len()]];
+        let keywords = [WORDS[n % WORDS.len()], WORDS[(n / 3 + 7) % WORDS.len()]];
         let mut package = Package {
             name: name.clone(),
             default_channel: Some("stable".into()),

@@ -132,7 +132,14 @@ pub async fn preview(
 
 /// What the status shows of a plan.
 fn status_of(plan: &Plan, checksum: &str, blueprint: &Blueprint) -> PlanPreview {
-    let computed = plan.computed_at.parse::<Timestamp>().ok().map(Time);
+    // Whole seconds, as the status stores it: otherwise the status never compares equal and
+    // is written again on every look.
+    let computed = plan
+        .computed_at
+        .parse::<Timestamp>()
+        .ok()
+        .and_then(|at| Timestamp::from_second(at.as_second()).ok())
+        .map(Time);
     PlanPreview {
         revision: plan.revision,
         digest: plan.digest.clone(),

@@ -131,7 +131,14 @@ async fn a_manual_install_is_previewed_by_dry_runs_and_applied_once_its_plan_is_
     harness.reconcile().await.expect("looking again");
     let again = harness.api.take_requests();
     assert!(again.iter().all(|r| !r.dry_run()), "{:#?}", routes(&again));
-    assert!(writes_of(&again).is_empty(), "{:#?}", routes(&again));
+    assert!(
+        writes_of(&again).is_empty(),
+        "{:#?}",
+        writes_of(&again)
+            .iter()
+            .map(|r| &r.body)
+            .collect::<Vec<_>>()
+    );
 
     harness.edit_blueprint(|spec| spec.approved_plan = Some(preview.digest.clone()));
     harness
