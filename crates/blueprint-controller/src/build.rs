@@ -219,6 +219,28 @@ pub fn live_crd_is_newer(live: &Value, from: &BundleId<'_>) -> bool {
     same_package && matches!((live_version, ours), (Some(live), Some(ours)) if live > ours)
 }
 
+/// Whether the live CRD, written by a newer bundle of another package, already serves
+/// everything `ours` defines: moving from `ours` to it would be a safe upgrade (no blocking
+/// schema finding, no served version dropped). Such a CRD stays, as [`live_crd_is_newer`]'s
+/// does: replacing it would narrow a definition other installs run on.
+pub fn live_crd_covers(live: &Value, ours: &Value, from: &BundleId<'_>) -> bool {
+    let live_version = live["metadata"]["annotations"][annotations::CRD_VERSION]
+        .as_str()
+        .and_then(|v| semver::Version::parse(v).ok());
+    let newer = matches!(
+        (live_version, semver::Version::parse(from.version).ok()),
+        (Some(live), Some(ours)) if live > ours
+    );
+    newer
+        && windlass_bundle::crd::safety::findings(ours, live, &[])
+            .iter()
+            .all(|finding| {
+                !finding.blocks()
+                    && finding.kind
+                        != windlass_bundle::crd::safety::ViolationKind::ServedVersionRemoved
+            })
+}
+
 /// What the CSV needs besides the content.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsvSettings<'a> {

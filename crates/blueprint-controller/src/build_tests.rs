@@ -376,3 +376,63 @@ fn a_crd_is_applied_only_over_the_definition_it_was_judged_against() {
             .is_none()
     );
 }
+
+/// A Database CRD serving v1 with these `spec` properties (and v1beta1 too when asked),
+/// as written by `version` of package acme-db.
+fn database_crd(properties: &[&str], with_v1beta1: bool, version: &str) -> serde_json::Value {
+    let props: serde_json::Map<String, serde_json::Value> = properties
+        .iter()
+        .map(|p| (p.to_string(), json!({"type": "string"})))
+        .collect();
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": props}}}});
+    let mut versions =
+        vec![json!({"name": "v1", "served": true, "storage": true, "schema": schema})];
+    if with_v1beta1 {
+        versions
+            .push(json!({"name": "v1beta1", "served": true, "storage": false, "schema": schema}));
+    }
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "databases.acme.windlass.dev", "annotations": {
+            annotations::CRD_PACKAGE: "acme-db", annotations::CRD_VERSION: version}},
+        "spec": {"group": "acme.windlass.dev", "scope": "Namespaced",
+            "names": {"plural": "databases", "singular": "database", "kind": "Database", "listKind": "DatabaseList"},
+            "versions": versions},
+    })
+}
+
+#[test]
+fn a_newer_crd_that_serves_everything_ours_does_stays() {
+    let wide = database_crd(&["size", "tls"], false, "1.1.0");
+    let narrow = database_crd(&["size"], false, "1.0.0");
+    let older_elsewhere = BundleId {
+        package: "acme-db-copy",
+        version: "1.0.0",
+    };
+    assert!(
+        live_crd_covers(&wide, &narrow, &older_elsewhere),
+        "an older bundle would only take spec.tls away"
+    );
+    let newer_elsewhere = BundleId {
+        package: "acme-db-copy",
+        version: "1.2.0",
+    };
+    assert!(
+        !live_crd_covers(&wide, &narrow, &newer_elsewhere),
+        "a newer bundle's CRD is checked and applied, not skipped"
+    );
+    let narrow_live = database_crd(&["size"], false, "1.1.0");
+    let wide_ours = database_crd(&["size", "tls"], false, "1.0.0");
+    assert!(
+        !live_crd_covers(&narrow_live, &wide_ours, &older_elsewhere),
+        "the live CRD lacks a field ours has"
+    );
+    let two_versions = database_crd(&["size"], true, "1.0.0");
+    assert!(
+        !live_crd_covers(&wide, &two_versions, &older_elsewhere),
+        "the live CRD does not serve v1beta1, which ours does"
+    );
+    let unannotated = json!({"metadata": {}, "spec": wide["spec"].clone()});
+    assert!(!live_crd_covers(&unannotated, &narrow, &older_elsewhere));
+}

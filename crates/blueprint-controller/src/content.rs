@@ -150,8 +150,13 @@ pub async fn validate(
                 kept.push(crd.name().to_string());
                 crd_reviews.push(review(CrdAction::KeepLive, Vec::new()));
             }
-            // A newer version of the package wrote it: it stays (see build::live_crd_is_newer).
-            CrdPolicy::Apply if build::live_crd_is_newer(&live, &from) => {
+            // A newer version of the package wrote it, or a newer bundle wrote one that already
+            // serves everything ours does: it stays (see build::live_crd_is_newer and
+            // build::live_crd_covers).
+            CrdPolicy::Apply
+                if build::live_crd_is_newer(&live, &from)
+                    || build::live_crd_covers(&live, &crd.object, &from) =>
+            {
                 kept.push(crd.name().to_string());
                 crd_reviews.push(review(CrdAction::KeepLive, Vec::new()));
             }

@@ -140,17 +140,18 @@ pub async fn install(client: &Client, form: &InstallRequest) -> Outcome {
     }
 }
 
-/// Approves the Blueprint's pending plan.
-pub async fn approve(client: &Client, namespace: &str, name: &str) -> Outcome {
+/// Approves the plan the person was shown (`plan`, its digest; empty: a bare approval).
+pub async fn approve(client: &Client, namespace: &str, name: &str, plan: &str) -> Outcome {
+    let patch = match actions::approve_patch(Some(plan)) {
+        Ok(patch) => patch,
+        Err(error) => return Outcome::refused(error),
+    };
     let blueprints = Api::<Blueprint>::namespaced(client.clone(), namespace);
     let params = PatchParams {
         field_manager: Some(HUB_FIELD_MANAGER.into()),
         ..Default::default()
     };
-    match blueprints
-        .patch(name, &params, &Patch::Merge(actions::approve_patch()))
-        .await
-    {
+    match blueprints.patch(name, &params, &Patch::Merge(patch)).await {
         Ok(_) => Outcome::ok(format!("Blueprint {namespace}/{name} approved."), None),
         Err(error) => Outcome::api(&format!("approving Blueprint {namespace}/{name}"), error),
     }

@@ -243,7 +243,9 @@ async fn post(hub: &Hub, request: &Asked, identity: &Identity) -> Builder {
             );
         }
         "/actions/install" => cluster::install(client, &InstallRequest::parse(&request.body)).await,
-        "/actions/approve" => cluster::approve(client, &namespace, &name).await,
+        "/actions/approve" => {
+            cluster::approve(client, &namespace, &name, &request.form("plan")).await
+        }
         "/actions/rollback" => cluster::rollback(client, &namespace, &name).await,
         "/actions/resume" => cluster::resume(client, &namespace, &name).await,
         _ => return respond::message(404, "no such action"),

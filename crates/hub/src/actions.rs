@@ -222,9 +222,27 @@ pub fn resume_patch() -> Value {
     json!({ "metadata": { "annotations": { annotations::RESUME: "true" } } })
 }
 
-/// The merge patch that approves a Blueprint's pending plan.
-pub fn approve_patch() -> Value {
-    json!({ "spec": { "approved": true } })
+/// The merge patch that approves a Blueprint's pending plan: the plan the person was shown
+/// (its digest), so a plan that changed since is not approved by it; a bare approval when no
+/// plan was shown.
+pub fn approve_patch(plan: Option<&str>) -> Result<Value, ActionError> {
+    match plan.filter(|p| !p.is_empty()) {
+        None => Ok(json!({ "spec": { "approved": true } })),
+        Some(digest) if is_plan_digest(digest) => Ok(json!({ "spec": { "approvedPlan": digest } })),
+        Some(other) => Err(ActionError::InvalidField {
+            field: "plan",
+            message: format!("{other:?} is not a plan digest (sha256: and 64 hex digits)"),
+        }),
+    }
+}
+
+fn is_plan_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 #[cfg(test)]
@@ -304,7 +322,28 @@ mod tests {
             resume_patch()["metadata"]["annotations"][annotations::RESUME],
             "true"
         );
-        assert_eq!(approve_patch(), json!({"spec": {"approved": true}}));
+        assert_eq!(
+            approve_patch(None).unwrap(),
+            json!({"spec": {"approved": true}})
+        );
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        assert_eq!(
+            approve_patch(Some(&digest)).unwrap(),
+            json!({"spec": {"approvedPlan": digest}})
+        );
+        for bad in [
+            "sha256:xyz",
+            "md5:00",
+            &format!("sha256:{}", "AB".repeat(32)),
+        ] {
+            assert!(
+                matches!(
+                    approve_patch(Some(bad)),
+                    Err(ActionError::InvalidField { field: "plan", .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -149,14 +149,31 @@ fn row(out: &mut String, namespace: &str, item: &Installed, viewer: &Viewer) {
             }
             out.push_str("</ol></td><td class=\"actions\">");
             let blueprint_name = blueprint.metadata.name.clone().unwrap_or_default();
-            if bs.phase == Some(BlueprintPhase::RequiresApproval) && !blueprint.spec.approved {
-                button(
+            // The plan shown is the plan approved: the form carries its digest.
+            let shown = bs
+                .preview
+                .as_ref()
+                .filter(|p| blueprint.spec.approved_plan.as_deref() != Some(p.digest.as_str()));
+            let waiting = bs.phase == Some(BlueprintPhase::RequiresApproval)
+                && (shown.is_some() || (bs.preview.is_none() && !blueprint.spec.approved));
+            if waiting {
+                if let Some(plan) = shown {
+                    let _ = write!(
+                        out,
+                        "<p class=\"plan\"><span class=\"plan-summary\">{}</span><br><code class=\"plan-digest\">{}</code> (<code>windlass plan</code> shows it whole)</p>",
+                        escape(&plan.summary),
+                        escape(&plan.digest),
+                    );
+                }
+                let plan = shown.map(|p| p.digest.as_str());
+                button_with(
                     out,
                     "approve",
                     "Approve",
                     namespace,
                     &blueprint_name,
                     viewer,
+                    plan.map(|d| ("plan", d)),
                 );
             }
             if let Ok(rollback) = rollback_target(blueprint, None) {
@@ -195,9 +212,31 @@ fn button(
     name: &str,
     viewer: &Viewer,
 ) {
+    button_with(out, action, label, namespace, name, viewer, None);
+}
+
+/// A button posting `action` for one object, with one more hidden field when given.
+fn button_with(
+    out: &mut String,
+    action: &str,
+    label: &str,
+    namespace: &str,
+    name: &str,
+    viewer: &Viewer,
+    extra: Option<(&str, &str)>,
+) {
+    let extra = extra
+        .map(|(field, value)| {
+            format!(
+                "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+                escape(field),
+                escape(value)
+            )
+        })
+        .unwrap_or_default();
     let _ = write!(
         out,
-        "<form method=\"post\" action=\"/actions/{action}\" data-action=\"{action}\" data-result=\"action-result\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"namespace\" value=\"{}\"><input type=\"hidden\" name=\"name\" value=\"{}\"><button type=\"submit\" class=\"{action}\">{}</button></form>",
+        "<form method=\"post\" action=\"/actions/{action}\" data-action=\"{action}\" data-result=\"action-result\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"namespace\" value=\"{}\"><input type=\"hidden\" name=\"name\" value=\"{}\">{extra}<button type=\"submit\" class=\"{action}\">{}</button></form>",
         escape(&viewer.csrf_token),
         escape(namespace),
         escape(name),
@@ -241,6 +280,30 @@ mod tests {
             user: None,
             csrf_token: "tok".into(),
         }
+    }
+
+    #[test]
+    fn approving_from_the_page_names_the_plan_it_shows() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let mut waiting = item("RequiresApproval", Some("acme-db.v1.0.0"), false);
+        let blueprint = waiting.blueprint.as_mut().unwrap();
+        blueprint.status.as_mut().unwrap().preview = Some(windlass_api::blueprint::PlanPreview {
+            revision: 2,
+            digest: digest.clone(),
+            summary: "upgrade 1.0.0 -> 1.0.1; RBAC: gains <2> grants".into(),
+            ..Default::default()
+        });
+        let out = rows("team-a", &Ok(vec![waiting.clone()]), &viewer());
+        assert!(out.contains(&format!(
+            "<input type=\"hidden\" name=\"plan\" value=\"{digest}\">"
+        )));
+        assert!(out.contains("RBAC: gains &lt;2&gt; grants"), "{out}");
+
+        // Once that plan is approved, nothing is left to approve.
+        let blueprint = waiting.blueprint.as_mut().unwrap();
+        blueprint.spec.approved_plan = Some(digest);
+        let out = rows("team-a", &Ok(vec![waiting]), &viewer());
+        assert!(!out.contains("/actions/approve"), "{out}");
     }
 
     #[test]
