@@ -6,6 +6,7 @@
 //! Catalog's YAML is passed over by upgrades, and the CLI will not edit an entry another tool
 //! owns.
 
+use crate::common::isolated::Isolated;
 use std::{process::Command, time::Duration};
 
 use k8s_openapi::api::events::v1::Event;
@@ -22,9 +23,9 @@ use windlass_api::{
 };
 use windlass_testkit::{
     TestNamespace,
-    catalogs::{TestCatalog, phase as catalog_phase, publish},
+    catalogs::{TestCatalog, phase as catalog_phase},
     lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_object, wait_subscription},
-    require_manager, unique_name, wait_for,
+    require_manager, wait_for,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -122,11 +123,15 @@ async fn a_version_that_fails_lint_is_held_back_and_the_rest_installs() {
     require_manager();
     let ns = TestNamespace::create(&windlass_testkit::client().await, "held-back").await;
     let client = ns.client().clone();
-    let package = unique_name("acme-db-held");
+    // A CRD group of its own: the shared acme-db CRD is not this test's to take over.
+    let isolated = Isolated::new("acme-db-held");
+    let package = isolated.package.clone();
     let images = [
-        publish(&package, "acme-db/1.0.0", |_| {}).await,
-        publish(&package, "acme-db/1.0.1", without_install_strategy).await,
-        publish(&package, "acme-db/1.1.0", |_| {}).await,
+        isolated.publish("acme-db/1.0.0", |_| {}).await,
+        isolated
+            .publish("acme-db/1.0.1", without_install_strategy)
+            .await,
+        isolated.publish("acme-db/1.1.0", |_| {}).await,
     ];
     let catalog = TestCatalog::create(&client, "held-back", &images).await;
     let served = catalog
@@ -220,14 +225,18 @@ async fn a_version_offered_twice_is_refused_naming_both_sources() {
     require_manager();
     let ns = TestNamespace::create(&windlass_testkit::client().await, "twice").await;
     let client = ns.client().clone();
-    let package = unique_name("acme-db-twice");
-    let first = publish(&package, "acme-db/1.0.0", |_| {}).await;
-    let second = publish(&package, "acme-db/1.0.0", |object| {
-        if object["kind"] == "ClusterServiceVersion" {
-            object["spec"]["description"] = json!("The same CSV name, other content.");
-        }
-    })
-    .await;
+    // A CRD group of its own: the shared acme-db CRD is not this test's to take over.
+    let isolated = Isolated::new("acme-db-twice");
+    let package = isolated.package.clone();
+    let first = isolated.publish("acme-db/1.0.0", |_| {}).await;
+    let second = isolated
+        .another_repository()
+        .publish("acme-db/1.0.0", |object| {
+            if object["kind"] == "ClusterServiceVersion" {
+                object["spec"]["description"] = json!("The same CSV name, other content.");
+            }
+        })
+        .await;
     let catalog = TestCatalog::create(&client, "twice", &[first.clone(), second.clone()]).await;
     let served = catalog
         .wait("Serving with the second copy refused", |c| {
@@ -277,10 +286,12 @@ async fn delisting_keeps_installs_running_without_upgrades_and_relisting_resumes
     let ns = TestNamespace::create(&admin, "delist").await;
     let other = TestNamespace::create(&admin, "delist-new").await;
     let client = ns.client().clone();
-    let package = unique_name("acme-db-delist");
-    let v100 = publish(&package, "acme-db/1.0.0", |_| {}).await;
-    let v101 = publish(&package, "acme-db/1.0.1", |_| {}).await;
-    let v110 = publish(&package, "acme-db/1.1.0", |_| {}).await;
+    // A CRD group of its own: the shared acme-db CRD is not this test's to take over.
+    let isolated = Isolated::new("acme-db-delist");
+    let package = isolated.package.clone();
+    let v100 = isolated.publish("acme-db/1.0.0", |_| {}).await;
+    let v101 = isolated.publish("acme-db/1.0.1", |_| {}).await;
+    let v110 = isolated.publish("acme-db/1.1.0", |_| {}).await;
     let catalog = TestCatalog::serving(&client, "delist", &[v100.clone(), v101.clone()]).await;
     subscribe(
         &client,
@@ -456,11 +467,13 @@ async fn a_version_delisted_in_yaml_is_passed_over_and_the_cli_leaves_gitops_ent
     require_manager();
     let ns = TestNamespace::create(&windlass_testkit::client().await, "delisted-yaml").await;
     let client = ns.client().clone();
-    let package = unique_name("acme-db-yaml");
+    // A CRD group of its own: the shared acme-db CRD is not this test's to take over.
+    let isolated = Isolated::new("acme-db-yaml");
+    let package = isolated.package.clone();
     let images = [
-        publish(&package, "acme-db/1.0.0", |_| {}).await,
-        publish(&package, "acme-db/1.0.1", |_| {}).await,
-        publish(&package, "acme-db/1.1.0", |_| {}).await,
+        isolated.publish("acme-db/1.0.0", |_| {}).await,
+        isolated.publish("acme-db/1.0.1", |_| {}).await,
+        isolated.publish("acme-db/1.1.0", |_| {}).await,
     ];
     let catalog = TestCatalog::serving(&client, "delisted-yaml", &images).await;
     let gitops = json!({

@@ -4,6 +4,7 @@
 //! catalog poll and the Subscription's retry. Its own module, so the manager's reconcile count
 //! is this test's alone.
 
+use crate::common::isolated::Isolated;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::Namespace, events::v1::Event};
@@ -19,9 +20,9 @@ use windlass_api::{
 };
 use windlass_testkit::{
     TEST_NAMESPACE_LABEL, TestNamespace,
-    catalogs::{TestCatalog, publish},
+    catalogs::TestCatalog,
     lifecycle::{condition, is_at, subscribe, wait_blueprint, wait_subscription},
-    manager, require_manager, unique_name, wait_until,
+    manager, require_manager, wait_until,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -94,8 +95,10 @@ async fn deleting_the_source_catalog_says_delisted_without_an_error_storm() {
     let admin = windlass_testkit::client().await;
     let ns = TestNamespace::create(&admin, "catalog-gone").await;
     let client = ns.client().clone();
-    let package = unique_name("acme-db-gone");
-    let v100 = publish(&package, "acme-db/1.0.0", |_| {}).await;
+    // A CRD group of its own: the shared acme-db CRD is not this test's to take over.
+    let isolated = Isolated::new("acme-db-gone");
+    let package = isolated.package.clone();
+    let v100 = isolated.publish("acme-db/1.0.0", |_| {}).await;
     let catalog = TestCatalog::serving(&client, "gone", std::slice::from_ref(&v100)).await;
     let catalog_name = catalog.name.clone();
     subscribe(
@@ -201,7 +204,7 @@ async fn deleting_the_source_catalog_says_delisted_without_an_error_storm() {
     );
 
     // The catalog back, with a newer version: no longer delisted, and the upgrade happens.
-    let v101 = publish(&package, "acme-db/1.0.1", |_| {}).await;
+    let v101 = isolated.publish("acme-db/1.0.1", |_| {}).await;
     let again: windlass_api::Catalog = serde_json::from_value(json!({
         "apiVersion": "windlass.dev/v1alpha1", "kind": "Catalog",
         "metadata": {"name": catalog_name, "labels": {TEST_NAMESPACE_LABEL: "true"}},

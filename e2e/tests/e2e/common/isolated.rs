@@ -29,6 +29,16 @@ impl Isolated {
         }
     }
 
+    /// The same package and API group, published into a repository of its own (two bundle
+    /// images of one version, say).
+    pub fn another_repository(&self) -> Isolated {
+        Isolated {
+            package: self.package.clone(),
+            group: self.group.clone(),
+            repository: registry().unique_repository(&self.package),
+        }
+    }
+
     /// `object` with every mention of acme-db's API group replaced by this test's.
     pub fn rename(&self, object: &mut Value) {
         let text = serde_json::to_string(object)
