@@ -352,10 +352,20 @@ async fn install(client: &Client, run: &Running, catalog: &str) {
             "spec": serde_json::from_str::<Value>(spec).unwrap(),
         }))
         .unwrap();
-        databases
-            .create(&PostParams::default(), &object)
-            .await
-            .unwrap_or_else(|e| panic!("{}: creating a Database: {e}", run.case.name));
+        // A CRD just established can still answer 404 for a moment while the API server
+        // starts serving it (many cases create theirs at once).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match databases.create(&PostParams::default(), &object).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(e))
+                    if e.code == 404 && std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("{}: creating a Database: {e}", run.case.name),
+            }
+        }
     }
     if let Some(edit) = run.case.live_edit {
         let crds = Api::<CustomResourceDefinition>::all(client.clone());

@@ -505,7 +505,11 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
         object["metadata"]["name"] = json!(name);
         object["metadata"]["labels"][TEST_NAMESPACE_LABEL] = json!("true");
         // What the example delists, it delists of the test's package.
-        if let Some(entries) = object["spec"]["delisted"].as_array_mut() {
+        // (`pointer_mut`: indexing would add `delisted: null` to every other Catalog.)
+        if let Some(entries) = object
+            .pointer_mut("/spec/delisted")
+            .and_then(Value::as_array_mut)
+        {
             for entry in entries {
                 entry["package"] = json!(package);
             }

@@ -110,17 +110,29 @@ async fn the_corpus_served_by_a_catalog_reads_back_through_curl_as_catalog_rende
         "one object per line"
     );
 
-    let rendered = Command::new(windlass_binary())
-        .args(["catalog", "render", &corpus, "-o", "json"])
-        .output()
-        .unwrap();
-    assert!(rendered.status.success());
-    let rendered = json_stream(&rendered.stdout);
-    let packages = served
-        .iter()
-        .filter(|b| b["schema"] == "olm.package")
-        .count();
-    assert_eq!(packages, 89, "the corpus has 89 packages");
+    let render = |extra: &[&str]| {
+        let output = Command::new(windlass_binary())
+            .args(["catalog", "render", &corpus, "-o", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        json_stream(&output.stdout)
+    };
+    let count_packages = |blobs: &[Value]| {
+        blobs
+            .iter()
+            .filter(|b| b["schema"] == "olm.package")
+            .count()
+    };
+    assert_eq!(
+        count_packages(&render(&[])),
+        89,
+        "the corpus has 89 packages"
+    );
+    // A Catalog serves what passes the listing gate: what `render --offered` writes.
+    let rendered = render(&["--offered"]);
+    assert_eq!(count_packages(&served), count_packages(&rendered));
     assert_eq!(served.len(), rendered.len());
     for (served, rendered) in served.iter().zip(&rendered) {
         assert_eq!(

@@ -60,7 +60,11 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         t.contains("Acme DB")
     })
     .await;
-    assert_eq!(b.text("#count").await, "1 package");
+    // The list is filtered as one types: the count follows once the search has answered.
+    b.wait_text("#count", "the filtered count", TIMEOUT, |t| {
+        t == "1 package"
+    })
+    .await;
     b.screenshot("list").await;
 
     // Its page shows the versions and the upgrade graph.

@@ -18,6 +18,10 @@ pub struct RenderArgs {
     pub sources: Vec<String>,
     #[arg(short = 'o', long, default_value = "json", value_parser = ["json", "yaml"])]
     pub output: String,
+    /// Render what a Catalog of these sources offers: versions that fail the listing gate are
+    /// left out (each named on stderr with its findings) and channels spliced around them.
+    #[arg(long)]
+    pub offered: bool,
     #[command(flatten)]
     pub registry: super::bundle_registry::RegistryArgs,
     #[command(flatten)]
@@ -61,18 +65,15 @@ fn merge(loaded: &mut Loaded, more: Loaded, source: &str) -> anyhow::Result<()> 
 fn read_sources(
     sources: &[String],
     registry: &super::bundle_registry::RegistryArgs,
+    keep_manifests: bool,
 ) -> anyhow::Result<Loaded> {
     let (paths, references): (Vec<&String>, Vec<&String>) = sources
         .iter()
         .partition(|s| std::path::Path::new(s).exists());
     let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
-    // Rendering needs no manifests; dropping them early keeps memory near the catalog's size.
-    let mut loaded = read_catalogs_with(
-        &paths,
-        ReadOptions {
-            keep_manifests: false,
-        },
-    )?;
+    // Rendering needs no manifests (the listing gate does); dropping them early keeps memory
+    // near the catalog's size.
+    let mut loaded = read_catalogs_with(&paths, ReadOptions { keep_manifests })?;
     if references.is_empty() {
         return Ok(loaded);
     }
@@ -144,12 +145,26 @@ pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn render(args: RenderArgs) -> anyhow::Result<ExitCode> {
-    let loaded = read_sources(&args.sources, &args.registry)?;
+    let loaded = read_sources(&args.sources, &args.registry, args.offered)?;
     // Whatever is left out is named on stderr, never silently missing.
     if let Verdict::Stop(code) = report(&loaded, args.strict) {
         return Ok(code);
     }
-    let blobs = windlass_catalog::fbc::blobs(&loaded.catalog);
+    let catalog = if args.offered {
+        let listing = windlass_catalog::listing::gate(loaded);
+        for held in &listing.held_back {
+            eprintln!(
+                "held back: {} ({}): {}",
+                held.bundle,
+                held.source,
+                held.findings.join("; ")
+            );
+        }
+        listing.catalog
+    } else {
+        loaded.catalog
+    };
+    let blobs = windlass_catalog::fbc::blobs(&catalog);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.output == "yaml" {
         windlass_catalog::fbc::write_yaml(blobs, &mut out)?;

@@ -88,18 +88,20 @@ async fn run_async(args: HubArgs) -> anyhow::Result<ExitCode> {
     let (listener, addr) = windlass_hub_server::bind(args.listen).await?;
     let hub = Hub::new(mode, &args.manager_namespace, args.secure_cookies).await;
     let scheme = if args.secure_cookies { "https" } else { "http" };
+    let banner = match launch_token {
+        Some(token) => format!(
+            "windlass hub: open {scheme}://{addr}/login?token={token}\n  (API: curl -H 'Authorization: Bearer {token}' {scheme}://{addr}/api/v1/packages)\n"
+        ),
+        None => format!(
+            "windlass hub: listening on {addr}; people sign in with their Kubernetes token\n"
+        ),
+    };
+    // One write, so a reader that takes the first line and closes the pipe cannot stop the
+    // server half way; a stdout nobody reads is no reason to stop serving either.
     let mut out = std::io::stdout().lock();
-    match launch_token {
-        Some(token) => writeln!(
-            out,
-            "windlass hub: open {scheme}://{addr}/login?token={token}\n  (API: curl -H 'Authorization: Bearer {token}' {scheme}://{addr}/api/v1/packages)"
-        )?,
-        None => writeln!(
-            out,
-            "windlass hub: listening on {addr}; people sign in with their Kubernetes token"
-        )?,
+    if let Err(error) = out.write_all(banner.as_bytes()).and_then(|()| out.flush()) {
+        tracing::warn!(%error, "could not print the hub's address; serving anyway on {addr}");
     }
-    out.flush()?;
     drop(out);
     windlass_hub_server::serve(hub, listener).await;
     Ok(ExitCode::SUCCESS)
