@@ -460,7 +460,23 @@ async fn the_reconciler_serves_a_catalog_and_keeps_it_through_an_outage() {
         expected_digest,
         "old content kept"
     );
-    assert!(metrics.failures.lock().unwrap().contains(&"pull"));
+    // The status is written before the reconcile returns its error to the runner, which
+    // counts it: the count can trail the status by a moment.
+    wait_for(
+        "the pull failure counted",
+        Duration::from_secs(10),
+        || async {
+            if metrics.failures.lock().unwrap().contains(&"pull") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "failures so far: {:?}",
+                    metrics.failures.lock().unwrap()
+                ))
+            }
+        },
+    )
+    .await;
     assert!(
         unchanged_for(&api, &name, Duration::from_secs(5)).await,
         "the same failure again wrote the Catalog"

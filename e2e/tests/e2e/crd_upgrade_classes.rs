@@ -311,11 +311,26 @@ async fn prepare(client: &Client, case: Case) -> Running {
     let ns = TestNamespace::create(client, "crdclass").await;
     let bundles = Isolated::new("crdclass");
     let (base_tweak, variant_tweak) = (case.base, case.variant);
+    // Every case's bundles share one catalog: each gets CSV names of its own, since a catalog
+    // offers a CSV name once.
+    let package = bundles.package.clone();
+    let own_names = move |o: &mut Value| {
+        let text = serde_json::to_string(o)
+            .unwrap()
+            .replace("acme-db.v1.0.", &format!("{package}.v1.0."));
+        *o = serde_json::from_str(&text).unwrap();
+    };
     let base = bundles
-        .publish("acme-db/1.0.0", move |o| on_crd(o, base_tweak))
+        .publish("acme-db/1.0.0", |o| {
+            own_names(o);
+            on_crd(o, base_tweak)
+        })
         .await;
     let variant = bundles
-        .publish("acme-db/1.0.1", move |o| on_crd(o, variant_tweak))
+        .publish("acme-db/1.0.1", |o| {
+            own_names(o);
+            on_crd(o, variant_tweak)
+        })
         .await;
     Running {
         case,
@@ -332,7 +347,8 @@ async fn install(client: &Client, run: &Running, catalog: &str) {
         &run.ns.name,
         "db",
         json!({"package": run.bundles.package, "catalog": catalog, "channel": "stable",
-               "startingCSV": "acme-db.v1.0.0", "targetNamespaces": [run.ns.name]}),
+               "startingCSV": format!("{}.v1.0.0", run.bundles.package),
+               "targetNamespaces": [run.ns.name]}),
     )
     .await;
     wait_blueprint(

@@ -557,10 +557,11 @@ async fn check_catalogs(client: &Client, stem: &str, documents: Vec<Value>) {
             .unwrap_or_else(|e| panic!("the API server refused Catalog {name}: {e}"));
         applied.push((name, example.spec.priority, expected_packages));
         if !example.spec.delisted.is_empty() {
-            delisting.push((
-                applied.last().unwrap().0.clone(),
-                example.spec.delisted.clone(),
-            ));
+            // The entries as applied: they name the test's package.
+            let entries: Vec<windlass_api::DelistedPackage> =
+                serde_json::from_value(object["spec"]["delisted"].clone())
+                    .expect("the applied delisted entries read back");
+            delisting.push((applied.last().unwrap().0.clone(), entries));
         }
     }
 

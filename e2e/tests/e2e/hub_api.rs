@@ -133,7 +133,24 @@ async fn the_corpus_served_by_a_catalog_reads_back_through_curl_as_catalog_rende
     // A Catalog serves what passes the listing gate: what `render --offered` writes.
     let rendered = render(&["--offered"]);
     assert_eq!(count_packages(&served), count_packages(&rendered));
-    assert_eq!(served.len(), rendered.len());
+    let key = |b: &Value| format!("{} {} {}", b["schema"], b["package"], b["name"]);
+    let keys = |blobs: &[Value]| {
+        blobs
+            .iter()
+            .map(key)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(
+        served.len(),
+        rendered.len(),
+        "served only: {:?}; rendered only: {:?}",
+        keys(&served)
+            .difference(&keys(&rendered))
+            .collect::<Vec<_>>(),
+        keys(&rendered)
+            .difference(&keys(&served))
+            .collect::<Vec<_>>()
+    );
     for (served, rendered) in served.iter().zip(&rendered) {
         assert_eq!(
             served, rendered,

@@ -72,7 +72,12 @@ async fn a_cel_constraint_resolves_or_is_explained() {
         picky
             .publish_adding(
                 "acme-gateway/0.1.0",
-                |_| {},
+                // A CSV name of its own: one catalog offers each CSV name once.
+                |object| {
+                    if object["kind"] == "ClusterServiceVersion" {
+                        object["metadata"]["name"] = json!("acme-gateway-picky.v0.1.0");
+                    }
+                },
                 &[(
                     "metadata/dependencies.yaml",
                     newer_than(&db.package, "2.0.0", &impossible),

@@ -331,6 +331,7 @@ impl Browser {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../crates/hub/screenshots")
             .join(format!("{name}.png"));
+        std::fs::create_dir_all(path.parent().unwrap()).expect("the screenshots folder");
         std::fs::write(&path, png).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     }
 }
