@@ -150,8 +150,9 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         )
         .await
         .unwrap();
-    b.wait_text(&format!("{row} .version"), "1.0.1 waiting", TIMEOUT, |t| {
-        t == "1.0.1"
+    // Waiting for approval, 1.0.0 still runs: 1.0.1 is the target, with its plan shown.
+    b.wait_text(&format!("{row} .detail"), "1.0.1 targeted", TIMEOUT, |t| {
+        t.ends_with(".v1.0.1")
     })
     .await;
     b.wait_text(&format!("{row} .phase"), "RequiresApproval", TIMEOUT, |t| {
