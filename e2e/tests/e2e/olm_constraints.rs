@@ -91,7 +91,8 @@ async fn a_cel_constraint_resolves_or_is_explained() {
         &client,
         &ns.name,
         "gateway",
-        json!({"package": gateway.package, "catalog": catalog.name, "targetNamespaces": [ns.name]}),
+        // acme-gateway watches every namespace (its only install mode).
+        json!({"package": gateway.package, "catalog": catalog.name, "targetNamespaces": []}),
     )
     .await;
     wait_blueprint(
@@ -124,7 +125,7 @@ async fn a_cel_constraint_resolves_or_is_explained() {
         &client,
         &ns.name,
         "picky",
-        json!({"package": picky.package, "catalog": catalog.name, "targetNamespaces": [ns.name]}),
+        json!({"package": picky.package, "catalog": catalog.name, "targetNamespaces": []}),
     )
     .await;
     let refused = wait_subscription(
