@@ -105,6 +105,9 @@ fn reads_storage_classes(object: &mut Value) {
     if object["kind"] != "ClusterServiceVersion" {
         return;
     }
+    // The catalog holds 1.0.0 and 1.1.0 only: 1.1.0 replaces 1.0.0, so each channel has one
+    // head (the listing gate holds back a second one).
+    object["spec"]["replaces"] = json!("acme-db.v1.0.0");
     object["spec"]["install"]["spec"]["clusterPermissions"][0]["rules"]
         .as_array_mut()
         .unwrap()
