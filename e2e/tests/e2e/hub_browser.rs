@@ -151,8 +151,8 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         .await
         .unwrap();
     // Waiting for approval, 1.0.0 still runs: 1.0.1 is the target, with its plan shown.
-    b.wait_text(&format!("{row} .detail"), "1.0.1 targeted", TIMEOUT, |t| {
-        t.ends_with(".v1.0.1")
+    b.wait_text(&row, "1.0.1 targeted", TIMEOUT, |t| {
+        t.contains("target acme-db.v1.0.1")
     })
     .await;
     b.wait_text(&format!("{row} .phase"), "RequiresApproval", TIMEOUT, |t| {
