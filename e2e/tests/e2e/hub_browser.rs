@@ -186,6 +186,12 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
         t.contains("rolling back")
     })
     .await;
+    // Under Manual approval a rollback a person asks for waits with its plan too: approve it.
+    b.wait_text(&row, "the rollback's plan", TIMEOUT, |t| {
+        t.contains("target acme-db.v1.0.0") && t.contains("rollback 1.0.1 -> 1.0.0")
+    })
+    .await;
+    b.click(&format!("{row} button.approve"), TIMEOUT).await;
     b.wait_text(&format!("{row} .version"), "1.0.0 again", TIMEOUT, |t| {
         t == "1.0.0"
     })
