@@ -100,9 +100,7 @@ fn row(out: &mut String, namespace: &str, item: &Installed, viewer: &Viewer) {
             status
                 .conditions
                 .iter()
-                .filter(|c| c.status == ConditionStatus::False
-                    || (c.type_ == sub_conditions::TARGET_PINNED
-                        && c.status == ConditionStatus::True))
+                .filter(|c| worth_showing(&c.type_, &c.status))
                 .map(|c| (c.type_.as_str(), c.reason.as_str(), c.message.as_str()))
         ),
     );
@@ -187,6 +185,17 @@ fn row(out: &mut String, namespace: &str, item: &Installed, viewer: &Viewer) {
         }
     }
     out.push_str("</tr>");
+}
+
+/// Whether a Subscription condition tells the person something: a failing one, a pin, or
+/// unhealthy catalogs (whose good state is False).
+fn worth_showing(type_: &str, status: &ConditionStatus) -> bool {
+    match type_ {
+        sub_conditions::TARGET_PINNED | sub_conditions::CATALOG_SOURCES_UNHEALTHY => {
+            *status == ConditionStatus::True
+        }
+        _ => *status == ConditionStatus::False,
+    }
 }
 
 fn problems<'a>(conditions: impl Iterator<Item = (&'a str, &'a str, &'a str)>) -> String {
@@ -280,6 +289,34 @@ mod tests {
             user: None,
             csrf_token: "tok".into(),
         }
+    }
+
+    #[test]
+    fn only_conditions_that_say_something_are_shown() {
+        assert!(worth_showing(
+            sub_conditions::TARGET_PINNED,
+            &ConditionStatus::True
+        ));
+        assert!(!worth_showing(
+            sub_conditions::TARGET_PINNED,
+            &ConditionStatus::False
+        ));
+        assert!(!worth_showing(
+            sub_conditions::CATALOG_SOURCES_UNHEALTHY,
+            &ConditionStatus::False
+        ));
+        assert!(worth_showing(
+            sub_conditions::CATALOG_SOURCES_UNHEALTHY,
+            &ConditionStatus::True
+        ));
+        assert!(worth_showing("Installed", &ConditionStatus::False));
+        assert!(!worth_showing("Installed", &ConditionStatus::True));
+        let following = rows(
+            "team-a",
+            &Ok(vec![item("Succeeded", None, false)]),
+            &viewer(),
+        );
+        assert!(!following.contains("PinnedByPerson"), "{following}");
     }
 
     #[test]
