@@ -256,7 +256,8 @@ fn installed_condition(blueprint: Option<&Blueprint>) -> (ConditionStatus, &'sta
             ConditionStatus::False,
             "RequiresApproval",
             format!(
-                "{target} waits for approval: set spec.approved to true on Blueprint {}",
+                "{target} waits for approval of its plan on Blueprint {}: `windlass plan` shows it, \
+                 `windlass approve` approves it",
                 blueprint.name_any()
             ),
         ),

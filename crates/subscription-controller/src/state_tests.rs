@@ -357,7 +357,7 @@ fn the_installed_condition_says_why_not() {
         (
             blueprint(V111, Some(RequiresApproval), vec![]),
             "RequiresApproval",
-            "acme-db.v1.1.1 waits for approval: set spec.approved to true on Blueprint db",
+            "acme-db.v1.1.1 waits for approval of its plan on Blueprint db: `windlass plan` shows it, `windlass approve` approves it",
         ),
         (
             blueprint(
