@@ -69,13 +69,15 @@ lint: ## rustfmt and clippy, warnings as errors
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The generators run from the workspace build: `cargo run -p windlass-api` would resolve features
+# for that one package and compile most dependencies a second time (and take that much more disk).
 .PHONY: crds
-crds: ## Regenerate the CRD YAML in config/crd and the Helm chart from crates/api
-	$(CARGO) run -q -p windlass-api --bin crdgen -- config/crd config/helm/windlass/crds
+crds: build ## Regenerate the CRD YAML in config/crd and the Helm chart from crates/api
+	$(TARGET_DIR)/debug/crdgen config/crd config/helm/windlass/crds
 
 .PHONY: rbac
-rbac: ## Regenerate the manager's RBAC in config/rbac and the Helm chart from crates/api/src/bin/rbacgen.rs
-	$(CARGO) run -q -p windlass-api --bin rbacgen -- config/rbac config/helm/windlass/templates
+rbac: build ## Regenerate the manager's RBAC in config/rbac and the Helm chart from crates/api/src/bin/rbacgen.rs
+	$(TARGET_DIR)/debug/rbacgen config/rbac config/helm/windlass/templates
 
 # What the generators write; `make verify` fails when regenerating changes any of it.
 GENERATED := config/crd config/helm/windlass/crds config/rbac/cluster_role.yaml config/rbac/role.yaml \
