@@ -1,6 +1,7 @@
 //! The listing gate: only versions that pass lint are offered.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::lint::{Level, lint_bundle};
 use crate::load::{IssueKind, Loaded};
@@ -114,17 +115,21 @@ pub fn gate_with(loaded: Loaded, previous: Option<&Catalog>) -> Listing {
         })
         .collect();
 
+    let source_of = |package: &str, bundle: &str| {
+        sources
+            .get(&(package, bundle))
+            .cloned()
+            .or_else(|| {
+                package_sources
+                    .get(package)
+                    .map(|p| p.display().to_string())
+            })
+            .unwrap_or_else(|| package.to_string())
+    };
+    refuse_csv_names_in_two_packages(&catalog, previous, &order, &source_of, &mut gate);
+
     for (name, package) in &catalog.packages {
-        let file = package_sources
-            .get(name)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| name.clone());
-        let source_of = |bundle: &str| {
-            sources
-                .get(&(name.as_str(), bundle))
-                .cloned()
-                .unwrap_or_else(|| file.clone())
-        };
+        let source_of = |bundle: &str| source_of(name, bundle);
         // A version offered under two CSV names: the one read first stays.
         let mut by_version: BTreeMap<&semver::Version, Vec<&str>> = BTreeMap::new();
         for bundle in package.bundles.values() {
@@ -192,6 +197,66 @@ pub fn gate_with(loaded: Loaded, previous: Option<&Catalog>) -> Listing {
         default_channel_problems(package, &mut gate.problems);
     }
     gate.finish(catalog)
+}
+
+/// Bundles are located, pulled and installed by CSV name, so one name in two packages would
+/// let one package's content install as the other's: only one copy is offered. The package
+/// that offered it before keeps it (a new source cannot take a name away); otherwise the one
+/// read first, then the first by package name.
+fn refuse_csv_names_in_two_packages(
+    catalog: &Catalog,
+    previous: Option<&Catalog>,
+    order: &BTreeMap<(&str, &str), usize>,
+    source_of: &dyn Fn(&str, &str) -> String,
+    gate: &mut Gate,
+) {
+    let mut owner: HashMap<&str, &str> = HashMap::new();
+    let mut shared: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (name, package) in &catalog.packages {
+        for csv in package.bundles.keys() {
+            match owner.entry(csv.as_str()) {
+                Entry::Vacant(slot) => {
+                    slot.insert(name.as_str());
+                }
+                Entry::Occupied(first) => {
+                    shared
+                        .entry(csv.as_str())
+                        .or_insert_with(|| BTreeSet::from([*first.get()]))
+                        .insert(name.as_str());
+                }
+            }
+        }
+    }
+    for (csv, packages) in shared {
+        let offered_before = |package: &str| {
+            previous
+                .and_then(|p| p.packages.get(package))
+                .is_some_and(|p| p.bundles.contains_key(csv))
+        };
+        let keeper = packages
+            .iter()
+            .copied()
+            .min_by_key(|package| {
+                (
+                    !offered_before(package),
+                    order.get(&(*package, csv)).copied().unwrap_or(usize::MAX),
+                    *package,
+                )
+            })
+            .expect("a shared name has two packages");
+        for other in packages.iter().copied().filter(|p| *p != keeper) {
+            let source = source_of(other, csv);
+            gate.refuse(
+                other,
+                csv,
+                &source,
+                format!(
+                    "error[already-added] {source}: CSV {csv} is already offered by package {keeper} from {}; package {other}'s {csv} is refused (a CSV name must be unique in a catalog)",
+                    source_of(keeper, csv)
+                ),
+            );
+        }
+    }
 }
 
 #[derive(Default)]

@@ -3,7 +3,8 @@
 //! - [`gate`]: a version is offered only once it passes lint (required CSV fields, images,
 //!   versions, constraints, channel validity). One that fails is held back with the findings,
 //!   and everything else is offered. A CSV name offered twice keeps its first copy; the second
-//!   is refused as already added, naming both sources.
+//!   is refused as already added, naming both sources; so is a CSV name another package of
+//!   the catalog already offers (bundles are located by CSV name).
 //! - [`Delisting`]: a cluster admin takes a package, or some of its versions, off the hub. New
 //!   installs cannot choose them; what is installed keeps running.
 //! - [`summarize`]: one package as a hub shows it (channels, versions, provider, listed or not).

@@ -123,6 +123,16 @@ fn bundle(
     replaces: Option<&str>,
     edit: impl Fn(String) -> String,
 ) -> (windlass_bundle::Bundle, String) {
+    bundle_in("demo", version, replaces, edit)
+}
+
+/// [`bundle`], its annotations naming `package` (the CSV is still `demo.v<version>`).
+fn bundle_in(
+    package: &str,
+    version: &str,
+    replaces: Option<&str>,
+    edit: impl Fn(String) -> String,
+) -> (windlass_bundle::Bundle, String) {
     let csv = CSV.replace("VERSION", version).replace(
         "REPLACES",
         &replaces
@@ -134,12 +144,14 @@ fn bundle(
             ("manifests/csv.yaml".to_string(), edit(csv).into_bytes()),
             (
                 "metadata/annotations.yaml".to_string(),
-                ANNOTATIONS.as_bytes().to_vec(),
+                ANNOTATIONS
+                    .replace("package.v1: demo", &format!("package.v1: {package}"))
+                    .into_bytes(),
             ),
         ]
         .into(),
     };
-    let image = format!("registry.example/demo-bundle:{version}");
+    let image = format!("registry.example/{package}-bundle:{version}");
     (from_files(&tree, &image).unwrap(), image)
 }
 
@@ -468,4 +480,95 @@ fn a_package_blob_provider_property_and_opm_csv_metadata_are_read() {
     assert_eq!(blobs[0]["properties"][0]["value"]["type"], "platform");
     catalog.packages.get_mut("p").unwrap().provider = None;
     assert!(crate::fbc::render(&catalog)[0].get("properties").is_none());
+}
+
+/// Package `name` with one bundle named `csv` at `version` in its `stable` channel.
+fn fbc_package_with(name: &str, csv: &str, version: &str) -> String {
+    format!(
+        "schema: olm.package\nname: {name}\ndefaultChannel: stable\n---\nschema: olm.channel\npackage: {name}\nname: stable\nentries: [{{name: {csv}}}]\n---\nschema: olm.bundle\nname: {csv}\npackage: {name}\nimage: r/{name}:{version}\nproperties:\n- {{type: olm.package, value: {{packageName: {name}, version: {version}}}}}\n"
+    )
+}
+
+#[test]
+fn a_csv_name_in_two_packages_is_offered_by_one_only() {
+    let text = format!(
+        "{}---\n{}---\n{}",
+        fbc_package_with("zeta", "shared.v1.0.0", "1.0.0"),
+        fbc_package_with("alpha", "shared.v1.0.0", "2.0.0"),
+        fbc_package_with("other", "other.v1.0.0", "1.0.0"),
+    );
+    // Read for the first time: the first package by name keeps the name.
+    let listing = gate(fbc(&text));
+    let offered = |listing: &Listing| -> Vec<(String, Vec<String>)> {
+        listing
+            .catalog
+            .packages
+            .iter()
+            .map(|(name, p)| (name.clone(), p.bundles.keys().cloned().collect()))
+            .collect()
+    };
+    assert_eq!(
+        offered(&listing),
+        [
+            ("alpha".to_string(), vec!["shared.v1.0.0".to_string()]),
+            ("other".to_string(), vec!["other.v1.0.0".to_string()]),
+        ]
+    );
+    assert_eq!(listing.held_back.len(), 1, "{:#?}", listing.held_back);
+    let held = &listing.held_back[0];
+    assert_eq!(
+        (
+            held.package.as_str(),
+            held.bundle.as_str(),
+            held.version.as_ref()
+        ),
+        ("zeta", "shared.v1.0.0", Some(&v("1.0.0")))
+    );
+    assert!(
+        held.findings[0].starts_with("error[already-added]")
+            && held.findings[0].contains("already offered by package alpha")
+            && held.findings[0].contains("package zeta's shared.v1.0.0 is refused"),
+        "{:?}",
+        held.findings
+    );
+
+    // What a package offered before, it keeps: a package added later cannot take the name.
+    let before = gate(fbc(&format!(
+        "{}---\n{}",
+        fbc_package_with("zeta", "shared.v1.0.0", "1.0.0"),
+        fbc_package_with("other", "other.v1.0.0", "1.0.0"),
+    )))
+    .catalog;
+    let listing = gate_with(fbc(&text), Some(&before));
+    assert_eq!(
+        offered(&listing),
+        [
+            ("other".to_string(), vec!["other.v1.0.0".to_string()]),
+            ("zeta".to_string(), vec!["shared.v1.0.0".to_string()]),
+        ]
+    );
+    assert_eq!(listing.held_back[0].package, "alpha");
+}
+
+#[test]
+fn bundle_images_of_two_packages_with_one_csv_name_keep_the_one_read_first() {
+    let (demo, demo_image) = bundle("1.0.0", None, |c| c);
+    // Another package's bundle that reuses demo's CSV name.
+    let (copy, copy_image) = bundle_in("impostor", "1.0.0", None, |c| c);
+    let listing = gate(read_images(vec![(copy, copy_image.clone()), (demo, demo_image)]).unwrap());
+    assert!(listing.catalog.packages.contains_key("impostor"));
+    assert!(
+        !listing.catalog.packages.contains_key("demo"),
+        "{listing:#?}"
+    );
+    let held = &listing.held_back[0];
+    assert_eq!(held.package, "demo");
+    assert_eq!(held.source, "registry.example/demo-bundle:1.0.0");
+    assert!(
+        held.findings[0].contains(&format!(
+            "already offered by package impostor from {copy_image}"
+        )),
+        "{:?}",
+        held.findings
+    );
 }
