@@ -22,12 +22,34 @@ pub fn audit_log() -> PathBuf {
 /// agent (`windlass-manager/<version>`).
 pub fn writes() -> usize {
     let text = std::fs::read_to_string(audit_log()).unwrap_or_default();
-    text.lines()
-        .filter(|line| {
-            line.contains("\"userAgent\":\"windlass-manager/")
-                && line.contains("\"stage\":\"ResponseComplete\"")
-        })
-        .count()
+    text.lines().filter(|line| is_manager_write(line)).count()
+}
+
+/// The manager's writes after the first `skip` ([`writes`] at some earlier moment), counted by
+/// verb and resource (`"update blueprints/status"`), for saying what an idle manager wrote.
+pub fn writes_after(skip: usize) -> std::collections::BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(audit_log()).unwrap_or_default();
+    let mut counts = std::collections::BTreeMap::new();
+    for event in text
+        .lines()
+        .filter(|line| is_manager_write(line))
+        .skip(skip)
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+    {
+        let reference = &event["objectRef"];
+        let mut resource = reference["resource"].as_str().unwrap_or("?").to_string();
+        if let Some(sub) = reference["subresource"].as_str() {
+            resource = format!("{resource}/{sub}");
+        }
+        let verb = event["verb"].as_str().unwrap_or("?");
+        *counts.entry(format!("{verb} {resource}")).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn is_manager_write(line: &str) -> bool {
+    line.contains("\"userAgent\":\"windlass-manager/")
+        && line.contains("\"stage\":\"ResponseComplete\"")
 }
 
 /// The manager's completed write requests to objects in `namespace`, as the audit log records

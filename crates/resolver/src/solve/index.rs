@@ -127,14 +127,21 @@ impl<'c> Index<'c> {
                 });
             }
             let mut ids: Vec<BundleId> = (first..index.bundles.len() as BundleId).collect();
+            // Ranked once per bundle, not once per comparison: a package of many versions
+            // would otherwise look every name up again at each step of the sort.
             let rank = preference_rank(package);
+            let ranks: Vec<u8> = index.bundles[first as usize..]
+                .iter()
+                .map(|b| rank(b.bundle))
+                .collect();
+            let rank_of = |id: BundleId| ranks[(id - first) as usize];
             ids.sort_by(|a, b| {
                 let (ba, bb) = (
                     index.bundles[*a as usize].bundle,
                     index.bundles[*b as usize].bundle,
                 );
-                rank(ba)
-                    .cmp(&rank(bb))
+                rank_of(*a)
+                    .cmp(&rank_of(*b))
                     .then_with(|| precedence(&bb.version, &ba.version))
                     .then_with(|| ba.name.cmp(&bb.name))
             });
@@ -359,7 +366,7 @@ fn preference_rank(package: &Package) -> impl Fn(&Bundle) -> u8 + '_ {
         [one] => Some(*one),
         _ => None,
     });
-    let in_default: std::collections::HashSet<&str> = default
+    let in_default: std::collections::HashSet<&str, FastHasher> = default
         .iter()
         .flat_map(|c| c.entries.iter().map(|e| e.name.as_str()))
         .collect();
