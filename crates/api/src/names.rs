@@ -8,12 +8,17 @@
 /// The field manager of every write windlass makes (server-side apply and status).
 pub const FIELD_MANAGER: &str = "windlass";
 /// The field manager of the `windlass` CLI's own edits (`rollback`, `resume`, `approve`,
-/// `catalog delist` and `relist`), so the controllers, and GitOps tools, can tell a person's
-/// change from their own.
+/// `catalog delist` and `relist`, and the hub's delist and relist), so the controllers, and
+/// GitOps tools, can tell a person's change from their own.
 pub const CLI_FIELD_MANAGER: &str = "windlass-cli";
 /// The field manager of what people do through the hub page (install, approve, roll back,
 /// resume): like the CLI's, a person's change the controllers do not take back.
 pub const HUB_FIELD_MANAGER: &str = "windlass-hub";
+/// The field manager of the `spec.delisted` entries people write, with `windlass catalog
+/// delist | relist` or the hub's Delist and Relist buttons: the CLI's, so the two edit one set
+/// of entries (either relists what the other delisted) instead of refusing each other's as
+/// another tool's.
+pub const DELIST_FIELD_MANAGER: &str = CLI_FIELD_MANAGER;
 
 /// Labels windlass puts on what it creates.
 pub mod labels {

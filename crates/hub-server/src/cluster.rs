@@ -1,5 +1,6 @@
 //! Reads and actions in the cluster, always with the person's own client: what the API server
-//! refuses is refused, with its own words, and nothing else is written.
+//! refuses is refused, with its own words, and nothing else is written. Delist and relist are
+//! in [`crate::delisting`].
 
 use kube::{
     Api, Client, ResourceExt,
@@ -20,7 +21,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn ok(message: String, location: Option<String>) -> Outcome {
+    pub(crate) fn ok(message: String, location: Option<String>) -> Outcome {
         Outcome {
             status: 200,
             message,
@@ -28,7 +29,7 @@ impl Outcome {
         }
     }
 
-    fn refused(error: ActionError) -> Outcome {
+    pub(crate) fn refused(error: ActionError) -> Outcome {
         let status = match error {
             ActionError::InvalidField { .. } => 400,
             _ => 409,
@@ -41,7 +42,7 @@ impl Outcome {
     }
 
     /// The API server's answer, as it gave it: a 403 stays a 403 with its message.
-    fn api(what: &str, error: kube::Error) -> Outcome {
+    pub(crate) fn api(what: &str, error: kube::Error) -> Outcome {
         match error {
             kube::Error::Api(status) => Outcome {
                 status: status.code,

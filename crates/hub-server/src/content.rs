@@ -10,6 +10,9 @@
 //!   (`status.resolvedDigest`), i.e. exactly the content the manager verified and serves;
 //! - `BundleImages`: the listed bundle images, read as the Catalog controller reads them.
 //!
+//! What a Catalog's spec delists is taken from the Catalog as listed on each request, not from
+//! the content read: a delist or relist shows on the next page without reading anything again.
+//!
 //! A Catalog whose status records no digest yet (the manager has not read it) is listed as
 //! not served. Registry credentials come from the Catalog's pull Secret, read as the person;
 //! when they may not read it, the registry is asked without credentials and a refusal is shown
@@ -31,7 +34,7 @@ use windlass_api::{
 use windlass_catalog_controller::{
     Reader,
     credentials::{Credentials, auth_for, from_secret},
-    source::{pinned, read_bundle_images, read_image},
+    source::{delisting, pinned, read_bundle_images, read_image},
 };
 use windlass_catalog_store::{BundleLocation, CatalogStore};
 use windlass_hub::{BundleMetadata, CatalogContent, HubIndex};
@@ -112,7 +115,7 @@ impl Contents {
         }
         let keys: Vec<String> = contents
             .iter()
-            .map(|(key, c)| format!("{}={key}/{}", c.name, c.priority))
+            .map(|(key, c)| format!("{}={key}/{}/{:?}", c.name, c.priority, c.delisting))
             .collect();
         if let Some((cached, index)) = self.index.lock().expect("index lock").as_ref()
             && *cached == keys
@@ -136,7 +139,6 @@ impl Contents {
         key: &str,
     ) -> Result<Arc<CatalogContent>, String> {
         let name = catalog.name_any();
-        let priority = catalog.spec.priority;
         let cached = |this: &Contents| {
             this.loaded
                 .lock()
@@ -146,11 +148,11 @@ impl Contents {
                 .map(|(_, c)| c.clone())
         };
         if let Some(content) = cached(self) {
-            return Ok(with_priority(content, priority, &catalog.spec.display_name));
+            return Ok(self.as_the_spec_says(content, catalog, key));
         }
         let _one_at_a_time = self.loading.lock().await;
         if let Some(content) = cached(self) {
-            return Ok(with_priority(content, priority, &catalog.spec.display_name));
+            return Ok(self.as_the_spec_says(content, catalog, key));
         }
         let content = Arc::new(self.read(client, catalog).await?);
         self.loaded
@@ -229,29 +231,44 @@ impl Contents {
             csv_metadata,
             // Whole seconds: HTTP dates have no finer precision.
             loaded_at: UNIX_EPOCH + Duration::from_secs(now),
+            delisting: delisting(&catalog.spec).0,
         })
     }
 }
 
-/// Content read before, with the priority and display name the Catalog has now (neither
-/// changes what was read).
-fn with_priority(
-    content: Arc<CatalogContent>,
-    priority: i32,
-    display_name: &Option<String>,
-) -> Arc<CatalogContent> {
-    if content.priority == priority && content.display_name == *display_name {
-        return content;
+impl Contents {
+    /// Content read before, with the priority, display name and delisting the Catalog has
+    /// now (none of them changes what was read); kept, so the next request reuses it.
+    fn as_the_spec_says(
+        &self,
+        content: Arc<CatalogContent>,
+        catalog: &Catalog,
+        key: &str,
+    ) -> Arc<CatalogContent> {
+        let spec = &catalog.spec;
+        let delisting = delisting(spec).0;
+        if content.priority == spec.priority
+            && content.display_name == spec.display_name
+            && content.delisting == delisting
+        {
+            return content;
+        }
+        let current = Arc::new(CatalogContent {
+            name: content.name.clone(),
+            display_name: spec.display_name.clone(),
+            priority: spec.priority,
+            digest: content.digest.clone(),
+            catalog: content.catalog.clone(),
+            csv_metadata: content.csv_metadata.clone(),
+            loaded_at: content.loaded_at,
+            delisting,
+        });
+        self.loaded
+            .lock()
+            .expect("content lock")
+            .insert(content.name.clone(), (key.to_string(), current.clone()));
+        current
     }
-    Arc::new(CatalogContent {
-        name: content.name.clone(),
-        display_name: display_name.clone(),
-        priority,
-        digest: content.digest.clone(),
-        catalog: content.catalog.clone(),
-        csv_metadata: content.csv_metadata.clone(),
-        loaded_at: content.loaded_at,
-    })
 }
 
 /// The Catalog's pull Secret's credentials, read as the person; none when there is no Secret

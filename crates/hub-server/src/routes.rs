@@ -13,11 +13,12 @@ use windlass_hub::{
     Query,
     actions::InstallRequest,
     api,
+    delisting::{DelistRequest, Edit},
     detail::PackageDetail,
     graph,
     html::Viewer,
     pages::{
-        self, InstallDefaults, error_page, installed_page, list::results, login::LoginKind,
+        self, Around, InstallDefaults, error_page, installed_page, list::results, login::LoginKind,
         login_page,
     },
     security::{
@@ -30,6 +31,7 @@ use crate::{
     auth::{AuthError, Identity, SESSION_TTL},
     cluster,
     content::View,
+    delisting,
     respond::{self, Builder, Reply},
 };
 
@@ -248,12 +250,27 @@ async fn post(hub: &Hub, request: &Asked, identity: &Identity) -> Builder {
         }
         "/actions/rollback" => cluster::rollback(client, &namespace, &name).await,
         "/actions/resume" => cluster::resume(client, &namespace, &name).await,
+        "/actions/delist" | "/actions/relist" => {
+            let form = DelistRequest::parse(&request.body);
+            let edit = if request.path == "/actions/delist" {
+                Edit::Delist {
+                    reason: form.reason(),
+                }
+            } else {
+                Edit::Relist
+            };
+            match hub.contents.view(client).await {
+                Ok(view) => delisting::edit(client, &view.index, &form, edit).await,
+                Err(error) => cluster::Outcome::api("listing catalogs", error),
+            }
+        }
         _ => return respond::message(404, "no such action"),
     };
     tracing::info!(
         user = identity.user.as_deref().unwrap_or("-"),
         action = %request.path,
         namespace = %namespace,
+        catalog = %request.form("catalog"),
         status = outcome.status,
         "hub action"
     );
@@ -315,8 +332,21 @@ async fn get(hub: &Hub, request: &Asked, identity: &Identity, viewer: &Viewer) -
                         n => n,
                     },
                 };
-                respond::html(200, pages::package_page(&detail, &defaults, viewer))
-                    .gzip_for(accept_encoding)
+                let around = Around {
+                    also_offered_by: view
+                        .index
+                        .offering(name)
+                        .into_iter()
+                        .filter(|c| *c != *catalog)
+                        .map(String::from)
+                        .collect(),
+                    may_delist: delisting::may_delist(&identity.client, catalog).await,
+                };
+                respond::html(
+                    200,
+                    pages::package_page(&detail, &defaults, &around, viewer),
+                )
+                .gzip_for(accept_encoding)
             }
             None => not_found(
                 request,

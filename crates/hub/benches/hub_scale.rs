@@ -18,7 +18,7 @@ use std::{
 use windlass_hub::{
     HubIndex, PackageDetail, Query, api,
     html::Viewer,
-    pages::{InstallDefaults, list, list_page, package_page},
+    pages::{Around, InstallDefaults, list, list_page, package_page},
     synthetic,
 };
 
@@ -107,7 +107,13 @@ fn main() {
     let package_bytes = measure("package page", 400, || {
         let (content, package) = index.package("synthetic-1234", None).unwrap();
         let detail = PackageDetail::of(content, package);
-        package_page(&detail, &InstallDefaults::default(), &viewer).len()
+        package_page(
+            &detail,
+            &InstallDefaults::default(),
+            &Around::default(),
+            &viewer,
+        )
+        .len()
     });
 
     let assets: usize = windlass_hub::assets::ASSETS

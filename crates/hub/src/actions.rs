@@ -127,7 +127,7 @@ impl InstallRequest {
 }
 
 /// A DNS-1123 name (a label when `max` is 63).
-fn check_name(field: &'static str, value: &str, max: usize) -> Result<(), ActionError> {
+pub(crate) fn check_name(field: &'static str, value: &str, max: usize) -> Result<(), ActionError> {
     let ok = !value.is_empty()
         && value.len() <= max
         && value.bytes().all(|b| {

@@ -34,8 +34,28 @@ pub struct PackageDetail {
     pub versions: Vec<VersionDetail>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deprecations: Vec<String>,
+    /// What the catalog delists of the package; absent when nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delisted: Option<DelistedDetail>,
     #[serde(skip)]
     pub has_icon: bool,
+}
+
+/// What a catalog delists of one package, and why.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DelistedDetail {
+    /// The Catalog whose `spec.delisted` says so.
+    pub catalog: String,
+    /// The whole package: new installs cannot choose any version.
+    pub whole: bool,
+    /// The delisted versions the catalog has, newest first (empty when whole).
+    pub versions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// "version 1.0.1 of package acme-db is delisted by catalog vendor (CVE-1)", one per
+    /// version.
+    pub messages: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -91,19 +111,27 @@ pub struct VersionDetail {
     pub channels: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The catalog delists this version (or the whole package).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub delisted: bool,
 }
 
 impl PackageDetail {
     pub fn of(content: &CatalogContent, package: &Package) -> PackageDetail {
-        let head = representative(package);
+        // Channels, graphs and the head show what new installs get: delisted versions spliced
+        // out. A package delisted whole shows what it had.
+        let listed = content.listed(package);
+        let shown = listed.as_deref().unwrap_or(package);
+        let head = representative(shown);
         let metadata = head
-            .map(|b| content.bundle_metadata(package, b))
+            .map(|b| content.bundle_metadata(shown, b))
             .unwrap_or_default();
-        let channels = package
+        let delisted = delisted_detail(content, package);
+        let channels = shown
             .channels
             .values()
             .map(|channel| {
-                let graph = UpgradeGraph::build(package, channel);
+                let graph = UpgradeGraph::build(shown, channel);
                 let mut nodes: Vec<_> = graph.nodes().collect();
                 nodes.sort_by(|a, b| compare_nodes(b, a));
                 ChannelDetail {
@@ -154,6 +182,10 @@ impl PackageDetail {
                     .map(|c| c.name.clone())
                     .collect(),
                 image: bundle.image.clone().filter(|i| !i.is_empty()),
+                delisted: content
+                    .delisting
+                    .covering(&package.name, &bundle.version)
+                    .is_some(),
             })
             .collect();
         versions.sort_by(|a, b| {
@@ -191,6 +223,7 @@ impl PackageDetail {
                     format!("{what}: {}", d.message)
                 })
                 .collect(),
+            delisted,
             has_icon: package.icon.is_some(),
         }
     }
@@ -198,6 +231,44 @@ impl PackageDetail {
     pub fn channel(&self, name: &str) -> Option<&ChannelDetail> {
         self.channels.iter().find(|c| c.name == name)
     }
+}
+
+fn delisted_detail(content: &CatalogContent, package: &Package) -> Option<DelistedDetail> {
+    let entry = content.delisting.entry(&package.name)?;
+    let mut versions: Vec<&semver::Version> = package
+        .bundles
+        .values()
+        .map(|b| &b.version)
+        .filter(|v| entry.covers(v))
+        .collect();
+    versions.sort();
+    versions.dedup();
+    versions.reverse();
+    let messages = if entry.whole_package() {
+        content
+            .delisting
+            .whole(&package.name)
+            .map(|d| d.by(&content.name))
+            .into_iter()
+            .collect()
+    } else {
+        versions
+            .iter()
+            .filter_map(|v| content.delisting.covering(&package.name, v))
+            .map(|d| d.by(&content.name))
+            .collect()
+    };
+    Some(DelistedDetail {
+        catalog: content.name.clone(),
+        whole: entry.whole_package(),
+        versions: if entry.whole_package() {
+            Vec::new()
+        } else {
+            versions.iter().map(ToString::to_string).collect()
+        },
+        reason: (!entry.reason.trim().is_empty()).then(|| entry.reason.trim().to_string()),
+        messages,
+    })
 }
 
 #[cfg(test)]
@@ -232,5 +303,78 @@ mod tests {
         assert_eq!(json["provider"]["type"], "certified");
         assert_eq!(json["installModes"][0]["type"], "OwnNamespace");
         assert_eq!(json["channels"][0]["edges"][0]["kind"], "replaces");
+    }
+
+    #[test]
+    fn delisted_versions_are_marked_and_spliced_out_of_the_channels() {
+        let mut content = synthetic::content("vendor", synthetic::catalog(1, 4));
+        content.delisting = windlass_catalog::listing::Delisting::from_entries([(
+            "synthetic-0",
+            ["1.3.0".to_string(), "1.1.0".to_string()].as_slice(),
+            "CVE-1",
+        )])
+        .0;
+        let package = &content.catalog.packages["synthetic-0"];
+        let detail = PackageDetail::of(&content, package);
+        assert_eq!(detail.latest_version.as_deref(), Some("1.2.0"));
+        let stable = detail.channel("stable").unwrap();
+        assert_eq!(stable.head.as_deref(), Some("synthetic-0.v1.2.0"));
+        let shown: Vec<_> = stable
+            .entries
+            .iter()
+            .filter_map(|e| e.version.clone())
+            .collect();
+        assert_eq!(shown, ["1.2.0", "1.0.0"]);
+        let flags: Vec<_> = detail
+            .versions
+            .iter()
+            .map(|v| (v.version.as_str(), v.delisted))
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                ("1.3.0", true),
+                ("1.2.0", false),
+                ("1.1.0", true),
+                ("1.0.0", false)
+            ]
+        );
+        let delisted = detail.delisted.as_ref().unwrap();
+        assert!(!delisted.whole);
+        assert_eq!(delisted.versions, ["1.3.0", "1.1.0"]);
+        assert_eq!(
+            delisted.messages[0],
+            "version 1.3.0 of package synthetic-0 is delisted by catalog vendor (CVE-1)"
+        );
+        let json = serde_json::to_value(&detail).unwrap();
+        assert_eq!(json["delisted"]["catalog"], "vendor");
+        assert_eq!(json["versions"][0]["delisted"], true);
+        assert!(json["versions"][1].get("delisted").is_none());
+    }
+
+    #[test]
+    fn a_package_delisted_whole_shows_what_it_had() {
+        let mut content = synthetic::content("vendor", synthetic::catalog(1, 2));
+        content.delisting = windlass_catalog::listing::Delisting::from_entries([(
+            "synthetic-0",
+            [].as_slice(),
+            "",
+        )])
+        .0;
+        let detail = PackageDetail::of(&content, &content.catalog.packages["synthetic-0"]);
+        assert_eq!(detail.latest_version.as_deref(), Some("1.1.0"));
+        assert!(detail.versions.iter().all(|v| v.delisted));
+        let delisted = detail.delisted.unwrap();
+        assert!(delisted.whole && delisted.versions.is_empty() && delisted.reason.is_none());
+        assert_eq!(
+            delisted.messages,
+            ["package synthetic-0 is delisted by catalog vendor"]
+        );
+        let plain = synthetic::content("vendor", synthetic::catalog(1, 2));
+        assert!(
+            PackageDetail::of(&plain, &plain.catalog.packages["synthetic-0"])
+                .delisted
+                .is_none()
+        );
     }
 }

@@ -4,10 +4,10 @@
 //! Each summary keeps a lower-cased haystack (name, display name, descriptions, provider,
 //! keywords), so a search is a scan of short strings with no allocation per package.
 
-use std::{collections::BTreeMap, sync::Arc, time::SystemTime};
+use std::{borrow::Cow, collections::BTreeMap, sync::Arc, time::SystemTime};
 
 use serde::Serialize;
-use windlass_catalog::{Bundle, Catalog, Package};
+use windlass_catalog::{Bundle, Catalog, Package, listing::Delisting};
 
 use crate::{
     markdown,
@@ -34,9 +34,26 @@ pub struct CatalogContent {
     pub csv_metadata: BTreeMap<String, BundleMetadata>,
     /// When the hub read this content: the `Last-Modified` of its read API.
     pub loaded_at: SystemTime,
+    /// What the Catalog's spec delists now (it changes without the content changing).
+    pub delisting: Delisting,
 }
 
 impl CatalogContent {
+    /// The package as new installs may choose from it: `None` when the catalog delists it
+    /// whole, else without its delisted versions (channels spliced around them); copied only
+    /// when something of it is delisted.
+    pub fn listed<'a>(&self, package: &'a Package) -> Option<Cow<'a, Package>> {
+        match self.delisting.entry(&package.name) {
+            None => Some(Cow::Borrowed(package)),
+            Some(_) => self.delisting.listed(package).map(Cow::Owned),
+        }
+    }
+
+    /// Whether the catalog delists the whole package.
+    pub fn delists_whole(&self, package: &str) -> bool {
+        self.delisting.whole(package).is_some()
+    }
+
     /// The metadata of one bundle: read from its CSV, else from its `olm.csv.metadata`
     /// property, else nothing but the package's own description.
     pub fn bundle_metadata(&self, package: &Package, bundle: &Bundle) -> BundleMetadata {
@@ -84,6 +101,9 @@ pub struct PackageSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latest_version: Option<String>,
     pub has_icon: bool,
+    /// The catalog delists the whole package: new installs cannot choose it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub delisted: bool,
     #[serde(skip)]
     haystack: String,
     #[serde(skip)]
@@ -92,7 +112,9 @@ pub struct PackageSummary {
 
 impl PackageSummary {
     fn of(content: &CatalogContent, package: &Package) -> PackageSummary {
-        let head = representative(package);
+        // Presented by what new installs get; a package delisted whole by what it had.
+        let listed = content.listed(package);
+        let head = representative(listed.as_deref().unwrap_or(package));
         let meta = head
             .map(|b| content.bundle_metadata(package, b))
             .unwrap_or_default();
@@ -126,6 +148,7 @@ impl PackageSummary {
             default_channel: package.default_channel.clone(),
             latest_version: head.map(|b| b.version.to_string()),
             has_icon: package.icon.is_some(),
+            delisted: listed.is_none(),
             haystack,
         }
     }
@@ -141,10 +164,13 @@ pub struct Query {
     /// A keyword the package must carry (case-insensitive).
     pub keyword: Option<String>,
     pub catalog: Option<String>,
+    /// Also packages a catalog delists whole (`delisted=include`), which new installs cannot
+    /// choose and are otherwise left out.
+    pub delisted: bool,
 }
 
 impl Query {
-    /// From a URL query string (`q=&providerType=&keyword=&catalog=`).
+    /// From a URL query string (`q=&providerType=&keyword=&catalog=&delisted=include`).
     pub fn parse(query: &str) -> Query {
         let mut out = Query::default();
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -155,6 +181,7 @@ impl Query {
                 "providerType" => out.provider_type = some,
                 "keyword" => out.keyword = some,
                 "catalog" => out.catalog = some,
+                "delisted" => out.delisted = value == "include",
                 _ => {}
             }
         }
@@ -215,6 +242,7 @@ impl HubIndex {
         let mut hits: Vec<(u8, &PackageSummary)> = self
             .packages
             .iter()
+            .filter(|p| query.delisted || !p.delisted)
             .filter(|p| query.catalog.as_ref().is_none_or(|c| &p.catalog == c))
             .filter(|p| {
                 query
@@ -258,16 +286,36 @@ impl HubIndex {
     }
 
     /// A package by name: from `catalog` when given, else from the highest-priority catalog
-    /// that offers it (as Subscriptions without a catalog resolve).
+    /// that offers it without delisting it whole (as Subscriptions without a catalog resolve),
+    /// else from the highest-priority one that delists it.
     pub fn package(
         &self,
         name: &str,
         catalog: Option<&str>,
     ) -> Option<(&Arc<CatalogContent>, &Package)> {
-        self.catalogs
+        let mut offering = self
+            .catalogs
             .iter()
             .filter(|c| catalog.is_none_or(|wanted| c.name == wanted))
-            .find_map(|c| c.catalog.packages.get(name).map(|p| (c, p)))
+            .filter_map(|c| c.catalog.packages.get(name).map(|p| (c, p)));
+        let first = offering.next()?;
+        if !first.0.delists_whole(name) {
+            return Some(first);
+        }
+        Some(
+            offering
+                .find(|(c, _)| !c.delists_whole(name))
+                .unwrap_or(first),
+        )
+    }
+
+    /// The catalogs that offer a package of this name, highest priority first.
+    pub fn offering(&self, name: &str) -> Vec<&str> {
+        self.catalogs
+            .iter()
+            .filter(|c| c.catalog.packages.contains_key(name))
+            .map(|c| c.name.as_str())
+            .collect()
     }
 }
 

@@ -100,3 +100,80 @@ fn a_package_without_metadata_shows_its_name_and_package_description() {
     assert_eq!(hit.short_description, "First paragraph of text.");
     assert_eq!(hit.provider.provider_type, "custom");
 }
+
+/// Content named `name` with `packages` packages of three versions, delisting as given.
+fn delisting(name: &str, priority: i32, delisted: &[(&str, &[&str], &str)]) -> Arc<CatalogContent> {
+    let owned: Vec<(String, Vec<String>, String)> = delisted
+        .iter()
+        .map(|(p, v, r)| {
+            (
+                p.to_string(),
+                v.iter().map(|s| s.to_string()).collect(),
+                r.to_string(),
+            )
+        })
+        .collect();
+    let (delisting, problems) = Delisting::from_entries(
+        owned
+            .iter()
+            .map(|(p, v, r)| (p.as_str(), v.as_slice(), r.as_str())),
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    let mut content = synthetic::content(name, synthetic::catalog(3, 3));
+    content.priority = priority;
+    content.delisting = delisting;
+    Arc::new(content)
+}
+
+#[test]
+fn a_package_delisted_whole_is_left_out_unless_asked_for() {
+    let index = HubIndex::new(vec![delisting("vendor", 0, &[("synthetic-1", &[], "EOL")])]);
+    let listed = index.search(&Query::default());
+    assert_eq!(names(&listed), ["synthetic-0", "synthetic-2"]);
+    let all = index.search(&Query::parse("delisted=include"));
+    assert_eq!(names(&all), ["synthetic-0", "synthetic-1", "synthetic-2"]);
+    let one = all.iter().find(|p| p.name == "synthetic-1").unwrap();
+    assert!(one.delisted);
+    let json = serde_json::to_value(one).unwrap();
+    assert_eq!(json["delisted"], true);
+    assert!(
+        serde_json::to_value(listed[0])
+            .unwrap()
+            .get("delisted")
+            .is_none()
+    );
+}
+
+#[test]
+fn delisted_versions_are_not_what_a_package_is_presented_by() {
+    let index = HubIndex::new(vec![delisting(
+        "vendor",
+        0,
+        &[("synthetic-0", &["1.2.0"], "")],
+    )]);
+    let hits = index.search(&Query::parse("q=synthetic-0"));
+    assert_eq!(hits[0].latest_version.as_deref(), Some("1.1.0"));
+    assert!(!hits[0].delisted);
+}
+
+#[test]
+fn without_a_catalog_the_package_comes_from_one_that_lists_it() {
+    let index = HubIndex::new(vec![
+        delisting("high", 10, &[("synthetic-0", &[], "")]),
+        delisting("low", 0, &[]),
+    ]);
+    assert_eq!(index.offering("synthetic-0"), ["high", "low"]);
+    assert_eq!(index.package("synthetic-0", None).unwrap().0.name, "low");
+    assert_eq!(index.package("synthetic-1", None).unwrap().0.name, "high");
+    assert_eq!(
+        index.package("synthetic-0", Some("high")).unwrap().0.name,
+        "high"
+    );
+    // Delisted everywhere: still found, from the highest priority.
+    let everywhere = HubIndex::new(vec![delisting("high", 10, &[("synthetic-0", &[], "")])]);
+    assert_eq!(
+        everywhere.package("synthetic-0", None).unwrap().0.name,
+        "high"
+    );
+    assert!(everywhere.offering("nope").is_empty());
+}

@@ -11,12 +11,15 @@
 //! - [`pages`], [`html`]: the pages; [`assets`]: the script and stylesheet they load.
 //! - [`api`]: the read API's bodies.
 //! - [`actions`]: what install, approve, roll back and resume write.
+//! - [`delisting`]: what delist and relist write into a Catalog's `spec.delisted` (shared with
+//!   `windlass catalog delist | relist`).
 //! - [`security`]: the CSP, CSRF tokens, origin checks, cookies and icon types.
 //! - [`synthetic`]: generated catalogs for tests and the benchmark.
 
 pub mod actions;
 pub mod api;
 pub mod assets;
+pub mod delisting;
 pub mod detail;
 pub mod graph;
 pub mod html;

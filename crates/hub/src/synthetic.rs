@@ -150,5 +150,6 @@ pub fn content(name: &str, catalog: Catalog) -> crate::index::CatalogContent {
         catalog: std::sync::Arc::new(catalog),
         csv_metadata: BTreeMap::new(),
         loaded_at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
+        delisting: Default::default(),
     }
 }

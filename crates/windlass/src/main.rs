@@ -36,7 +36,8 @@ enum Command {
     Manager(manager::ManagerArgs),
     /// Move the platform to a release payload, or show where the update stands (`upgrade status`).
     Upgrade(cmd::upgrade::UpgradeArgs),
-    /// Serve the hub page and its read API: browse catalogs, install, approve, roll back.
+    /// Serve the hub page and its read API: browse catalogs, install, approve, roll back,
+    /// delist and relist.
     Hub(cmd::hub::HubArgs),
     /// Roll a Subscription's operator back to the version that Succeeded before the current one.
     Rollback(cmd::lifecycle::RollbackArgs),

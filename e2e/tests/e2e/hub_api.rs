@@ -1,7 +1,9 @@
 //! The hub's read API and its defences over HTTP, with curl: the real-bundle corpus served by a
 //! Catalog reads back as `windlass catalog render` writes it; state changes without the CSRF
 //! token or from another origin are refused; every response carries the Content-Security-
-//! Policy; in the cluster's mode each token is reviewed and acted with, so RBAC decides.
+//! Policy; in the cluster's mode each token is reviewed and acted with, so RBAC decides;
+//! delisting and relisting are done as the person, refused when they may not edit Catalogs,
+//! and shared with `windlass catalog delist | relist`.
 
 use std::{process::Command, time::Duration};
 
@@ -22,6 +24,8 @@ use windlass_testkit::{
 };
 
 use crate::common::hub::{HubProcess, curl, header};
+
+mod delisting;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 

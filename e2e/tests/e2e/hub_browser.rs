@@ -3,27 +3,31 @@
 //!
 //! The scenarios a person goes through: search, read a package, install with manual approval,
 //! approve and watch it succeed without reloading, roll back; a person with read-only rights
-//! is refused by the API server, in its words, and nothing is created; a description carrying
-//! a `<script>` shows it as text and nothing runs. The tests save the screenshots the README
+//! is refused by the API server, in its words, and nothing is created; an admin delists and
+//! relists a package from its page, and a refused delist changes nothing; a description
+//! carrying a `<script>` shows it as text and nothing runs. The tests save the screenshots the README
 //! shows (`crates/hub/screenshots/`).
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::Role;
 use kube::{
-    Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    Api,
+    api::{DeleteParams, Patch, PatchParams},
 };
 use serde_json::json;
-use windlass_api::{Blueprint, Subscription, blueprint::BlueprintPhase};
+use windlass_api::{Blueprint, Catalog, Subscription, blueprint::BlueprintPhase};
 use windlass_testkit::{
     TestNamespace,
     catalogs::{TestCatalog, publish},
     lifecycle::{is_at, wait_blueprint},
-    require_manager, unique_name, wait_until_authorized,
+    require_manager, unique_name,
 };
 
-use crate::common::hub::{Browser, HubProcess, impersonating_kubeconfig};
+use crate::common::{
+    hub::{Browser, HubProcess, impersonating_kubeconfig},
+    hub_rbac::{CatalogEditor, ReadOnly},
+};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -215,93 +219,6 @@ async fn a_person_finds_installs_approves_and_rolls_back_an_operator_in_the_brow
     browser.close().await;
 }
 
-/// Roles that let `user` read Catalogs and a namespace's Subscriptions and Blueprints, and
-/// nothing more; removed when dropped.
-struct ReadOnly {
-    name: String,
-}
-
-impl ReadOnly {
-    async fn grant(admin: &Client, user: &str, namespace: &str) -> ReadOnly {
-        let name = unique_name("hub-read-only");
-        let reader = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch"]}],
-        });
-        Api::<ClusterRole>::all(admin.clone())
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(reader).unwrap(),
-            )
-            .await
-            .unwrap();
-        let binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        });
-        Api::<ClusterRoleBinding>::all(admin.clone())
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(binding).unwrap(),
-            )
-            .await
-            .unwrap();
-        let role = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "hub-read-only"},
-            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": ["get", "list", "watch"]}],
-        });
-        Api::<Role>::namespaced(admin.clone(), namespace)
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(role).unwrap(),
-            )
-            .await
-            .unwrap();
-        let role_binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "hub-read-only"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "hub-read-only"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        });
-        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(role_binding).unwrap(),
-            )
-            .await
-            .unwrap();
-        wait_until_authorized(
-            admin,
-            user,
-            namespace,
-            ("windlass.dev", "subscriptions", "list"),
-        )
-        .await;
-        wait_until_authorized(admin, user, "", ("windlass.dev", "catalogs", "list")).await;
-        ReadOnly { name }
-    }
-}
-
-impl Drop for ReadOnly {
-    fn drop(&mut self) {
-        for kind in ["clusterrolebinding", "clusterrole"] {
-            let _ = windlass_testkit::kubectl()
-                .args([
-                    "delete",
-                    kind,
-                    &self.name,
-                    "--ignore-not-found",
-                    "--wait=false",
-                ])
-                .output();
-        }
-    }
-}
-
 /// Given a user who may read catalogs and their namespace's Subscriptions but not create
 /// them, when they install from the hub (acting with their identity), then the page shows the
 /// API server's refusal naming them, and no Subscription appears, however long one waits.
@@ -421,6 +338,146 @@ async fn a_script_in_a_description_is_shown_as_text_and_never_runs() {
         b.eval("return document.querySelectorAll('#description script, #description img').length;")
             .await,
         json!(0)
+    );
+    browser.close().await;
+}
+
+/// Given a package in a catalog of the test's own, when an admin opens its page, delists it
+/// with a reason and relists it, then the Catalog's spec says so each time, the list leaves
+/// the package out while it is delisted (showing it, marked, only when asked), and its page
+/// names the catalog and reason and offers no install. When a person whose right to edit
+/// Catalogs is taken away after their page offered Delist presses it, the page shows the API
+/// server's refusal naming them, the Catalog is unchanged, and the page loaded again no longer
+/// offers Delist.
+#[tokio::test]
+async fn an_admin_delists_and_relists_a_package_from_its_page_and_a_refused_delist_changes_nothing()
+{
+    require_manager();
+    let admin = windlass_testkit::client().await;
+    let ns = TestNamespace::create(&admin, "hub-delist").await;
+    let package = unique_name("hubdl");
+    let image = publish(&package, "acme-db/1.0.0", |_| {}).await;
+    let catalog = TestCatalog::serving(&admin, "hubdl", std::slice::from_ref(&image)).await;
+    let catalogs = Api::<Catalog>::all(admin.clone());
+    let delisted = |c: &Catalog| serde_json::to_value(&c.spec.delisted).unwrap();
+    let hub = HubProcess::kubeconfig(&windlass_testkit::kubeconfig_path());
+    let browser = Browser::start().await;
+    let b = &browser;
+    b.client.goto(&hub.login_url()).await.unwrap();
+    let page = format!("{}/packages/{}/{package}", hub.url, catalog.name);
+    let list = format!("{}/?q={package}", hub.url);
+    let card = format!("li.card[data-package=\"{package}\"]");
+
+    // Delist, from the package's page.
+    b.client.goto(&page).await.unwrap();
+    assert_eq!(
+        b.text("#delist-submit").await,
+        format!("Delist from catalog {}", catalog.name)
+    );
+    b.fill("#delist-reason", "end of support").await;
+    b.click("#delist-submit", TIMEOUT).await;
+    let answer = b
+        .wait_text("#delisting-result", "the delist's answer", TIMEOUT, |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(
+        answer.contains(&format!("package {package} delisted (end of support)")),
+        "{answer}"
+    );
+    assert_eq!(
+        delisted(&catalogs.get(&catalog.name).await.unwrap()),
+        json!([{"package": package, "reason": "end of support"}])
+    );
+
+    // The list leaves it out; asked for, it is there and says by whom.
+    b.client.goto(&list).await.unwrap();
+    b.wait_text("#count", "no package", TIMEOUT, |t| t == "0 packages")
+        .await;
+    b.client
+        .goto(&format!("{list}&delisted=include"))
+        .await
+        .unwrap();
+    b.wait_text(&card, "the delisted card", TIMEOUT, |t| {
+        t.contains(&format!("Delisted by catalog {}", catalog.name))
+    })
+    .await;
+
+    // Its page says so, offers no install, and relists.
+    b.client.goto(&page).await.unwrap();
+    let notice = b.text("#delisted").await;
+    assert!(
+        notice.contains(&format!(
+            "package {package} is delisted by catalog {} (end of support)",
+            catalog.name
+        )),
+        "{notice}"
+    );
+    b.text("#install-delisted").await;
+    assert_eq!(
+        b.eval("return document.getElementById('install-submit') === null;")
+            .await,
+        json!(true)
+    );
+    b.click("button.relist", TIMEOUT).await;
+    b.wait_text("#delisting-result", "the relist's answer", TIMEOUT, |t| {
+        t.contains("listed again")
+    })
+    .await;
+    assert_eq!(
+        delisted(&catalogs.get(&catalog.name).await.unwrap()),
+        json!([])
+    );
+    b.client.goto(&list).await.unwrap();
+    b.wait_text("#count", "the package again", TIMEOUT, |t| t == "1 package")
+        .await;
+
+    // A person offered Delist whose right is taken away before they press it.
+    let user = unique_name("hub-editor");
+    let _reads = ReadOnly::grant(&admin, &user, &ns.name).await;
+    let editor = CatalogEditor::grant(&admin, &user).await;
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = HubProcess::kubeconfig(&impersonating_kubeconfig(&user, dir.path()));
+    let their_page = format!("{}/packages/{}/{package}", theirs.url, catalog.name);
+    b.client.goto(&theirs.login_url()).await.unwrap();
+    b.client.goto(&their_page).await.unwrap();
+    b.text("#delist-submit").await;
+    editor.revoke(&admin, &user).await;
+    let before = catalogs.get(&catalog.name).await.unwrap();
+    b.fill("#delist-reason", "not mine to say").await;
+    b.click("#delist-submit", TIMEOUT).await;
+    let refusal = b
+        .wait_text("#delisting-result", "the refusal", TIMEOUT, |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(
+        refusal.contains("forbidden")
+            && refusal.contains(&format!("User \"{user}\""))
+            && refusal.contains("cannot patch resource \"catalogs\""),
+        "the API server's own reason: {refusal}"
+    );
+    assert_eq!(
+        b.eval("return document.getElementById('delisting-result').className;")
+            .await,
+        json!("message error")
+    );
+    for _ in 0..6 {
+        let now = catalogs.get(&catalog.name).await.unwrap();
+        assert_eq!(
+            (delisted(&now), now.metadata.generation),
+            (delisted(&before), before.metadata.generation),
+            "a refused delist changed the Catalog"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    b.client.goto(&their_page).await.unwrap();
+    assert_eq!(b.text("#title").await, "Acme DB");
+    assert_eq!(
+        b.eval("return document.getElementById('delisting') === null;")
+            .await,
+        json!(true),
+        "no Delist for who may not edit the Catalog"
     );
     browser.close().await;
 }

@@ -1,4 +1,5 @@
-//! The list: a search box, filters (provider type, keyword, catalog) and one card per package.
+//! The list: a search box, filters (provider type, keyword, catalog, whether to show what is
+//! delisted) and one card per package.
 
 use std::fmt::Write as _;
 
@@ -66,6 +67,11 @@ pub fn list_page(index: &HubIndex, search: &Query, page: usize, viewer: &Viewer)
         }
         body.push_str("</select>");
     }
+    let _ = write!(
+        body,
+        "<label class=\"inline\"><input type=\"checkbox\" name=\"delisted\" value=\"include\" id=\"show-delisted\"{}> delisted too</label>",
+        if search.delisted { " checked" } else { "" }
+    );
     body.push_str("<button type=\"submit\">Search</button></form>");
     body.push_str("<div id=\"results\" aria-live=\"polite\">");
     body.push_str(&results(index, search, page));
@@ -109,6 +115,7 @@ pub fn results(index: &HubIndex, search: &Query, page: usize) -> String {
                     ),
                     ("keyword", search.keyword.as_deref().unwrap_or("")),
                     ("catalog", search.catalog.as_deref().unwrap_or("")),
+                    ("delisted", if search.delisted { "include" } else { "" }),
                     ("page", &page),
                 ])
             )
@@ -172,6 +179,13 @@ fn card(out: &mut String, p: &PackageSummary) {
         }
         out.push_str("</p>");
     }
+    if p.delisted {
+        let _ = write!(
+            out,
+            "<p class=\"message warning\">Delisted by catalog {}</p>",
+            escape(&p.catalog)
+        );
+    }
     let _ = write!(
         out,
         "<p class=\"meta\">{}{}</p></li>",
@@ -206,6 +220,28 @@ mod tests {
         assert!(page.contains("Runs database and backup for you."));
         assert!(page.contains("<a class=\"keyword\" href=\"/?keyword=database\">database</a>"));
         assert!(page.contains("3 packages"));
+        assert!(!page.contains("Delisted by"));
+    }
+
+    #[test]
+    fn a_package_delisted_whole_is_listed_only_when_asked_for_and_says_so() {
+        let mut content = synthetic::content("vendor", synthetic::catalog(2, 2));
+        content.delisting = windlass_catalog::listing::Delisting::from_entries([(
+            "synthetic-1",
+            [].as_slice(),
+            "EOL",
+        )])
+        .0;
+        let index = HubIndex::new(vec![Arc::new(content)]);
+        let plain = list_page(&index, &Query::default(), 1, &Viewer::default());
+        assert!(plain.contains("1 package<"));
+        assert!(!plain.contains("data-package=\"synthetic-1\""));
+        assert!(plain.contains("id=\"show-delisted\">"));
+        let asked = Query::parse("delisted=include");
+        let all = list_page(&index, &asked, 1, &Viewer::default());
+        assert!(all.contains("2 packages"));
+        assert!(all.contains("id=\"show-delisted\" checked>"));
+        assert!(all.contains("<p class=\"message warning\">Delisted by catalog vendor</p>"));
     }
 
     #[test]

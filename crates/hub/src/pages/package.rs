@@ -1,8 +1,10 @@
 //! A package's page: what it is (sanitized markdown), who provides it, the install form, its
-//! versions per channel with the upgrade graph, the APIs it owns and needs, and its samples.
+//! versions per channel with the upgrade graph, the APIs it owns and needs, its samples, what
+//! its catalog delists of it, and for people who may edit that Catalog, Delist and Relist.
 
 use std::fmt::Write as _;
 
+use super::delisting;
 use crate::{
     detail::PackageDetail,
     html::{Section, Viewer, escape, icon, layout, provider_badge, query, segment},
@@ -16,7 +18,22 @@ pub struct InstallDefaults {
     pub namespace: String,
 }
 
-pub fn package_page(detail: &PackageDetail, defaults: &InstallDefaults, viewer: &Viewer) -> String {
+/// What the page shows beyond the package itself.
+#[derive(Clone, Debug, Default)]
+pub struct Around {
+    /// The other catalogs that offer a package of this name.
+    pub also_offered_by: Vec<String>,
+    /// The person may patch the package's Catalog (as the API server answered when asked),
+    /// so the page offers Delist and Relist.
+    pub may_delist: bool,
+}
+
+pub fn package_page(
+    detail: &PackageDetail,
+    defaults: &InstallDefaults,
+    around: &Around,
+    viewer: &Viewer,
+) -> String {
     let meta = &detail.metadata;
     let mut body = String::new();
     let _ = write!(
@@ -60,7 +77,22 @@ pub fn package_page(detail: &PackageDetail, defaults: &InstallDefaults, viewer: 
         }
         body.push_str("</p>");
     }
+    if !around.also_offered_by.is_empty() {
+        body.push_str("<p class=\"also\" id=\"also-offered\">Also offered by catalog ");
+        for (i, other) in around.also_offered_by.iter().enumerate() {
+            let _ = write!(
+                body,
+                "{}<a href=\"/packages/{}/{}\">{}</a>",
+                if i == 0 { "" } else { ", " },
+                segment(other),
+                segment(&detail.name),
+                escape(other)
+            );
+        }
+        body.push_str("</p>");
+    }
     body.push_str("</div></header>");
+    delisting::notice(&mut body, detail);
     for deprecation in &detail.deprecations {
         let _ = write!(
             body,
@@ -79,6 +111,9 @@ pub fn package_page(detail: &PackageDetail, defaults: &InstallDefaults, viewer: 
     body.push_str("</section>");
     install_form(&mut body, detail, defaults, viewer);
     body.push_str("</div>");
+    if around.may_delist {
+        delisting::forms(&mut body, detail, viewer);
+    }
 
     versions(&mut body, detail);
     apis(&mut body, detail);
@@ -151,6 +186,14 @@ fn install_form(
     viewer: &Viewer,
 ) {
     body.push_str("<section class=\"install\"><h2>Install</h2>");
+    if let Some(delisted) = detail.delisted.as_ref().filter(|d| d.whole) {
+        let _ = write!(
+            body,
+            "<p class=\"empty\" id=\"install-delisted\">Catalog {} delists this package: new Subscriptions cannot install it.</p></section>",
+            escape(&delisted.catalog)
+        );
+        return;
+    }
     let _ = write!(
         body,
         "<form id=\"install\" method=\"post\" action=\"/actions/install\" data-action=\"install\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"catalog\" value=\"{}\"><input type=\"hidden\" name=\"package\" value=\"{}\">",
@@ -339,6 +382,7 @@ mod tests {
             &InstallDefaults {
                 namespace: "team-a".into(),
             },
+            &Around::default(),
             &Viewer::default(),
         );
         assert!(page.contains("<h1 id=\"title\">Synthetic Operator 0</h1>"));
@@ -367,6 +411,7 @@ mod tests {
                 v["links"] = serde_json::json!([{"name": "bad", "url": "javascript:alert(1)"}]);
             }),
             &InstallDefaults::default(),
+            &Around::default(),
             &Viewer::default(),
         );
         assert!(page.contains("&lt;script&gt;document.title="));
@@ -378,5 +423,90 @@ mod tests {
             1,
             "only the hub's own script"
         );
+    }
+
+    fn delisted(versions: &[&str], reason: &str) -> PackageDetail {
+        let mut content = synthetic::content("vendor", synthetic::catalog(1, 3));
+        let versions: Vec<String> = versions.iter().map(|v| v.to_string()).collect();
+        content.delisting = windlass_catalog::listing::Delisting::from_entries([(
+            "synthetic-0",
+            versions.as_slice(),
+            reason,
+        )])
+        .0;
+        PackageDetail::of(&content, &content.catalog.packages["synthetic-0"])
+    }
+
+    fn viewer() -> Viewer {
+        Viewer {
+            user: Some("jane".into()),
+            csrf_token: "tok".into(),
+        }
+    }
+
+    #[test]
+    fn delisting_is_shown_to_everyone_and_the_forms_only_to_who_may_edit_the_catalog() {
+        let detail = delisted(&["1.2.0"], "CVE-1 <b>");
+        let reader = package_page(
+            &detail,
+            &InstallDefaults::default(),
+            &Around::default(),
+            &viewer(),
+        );
+        assert!(reader.contains(
+            "Delisted: version 1.2.0 of package synthetic-0 is delisted by catalog vendor (CVE-1 &lt;b&gt;)."
+        ));
+        assert!(
+            !reader.contains("id=\"delisting\""),
+            "no forms for a reader"
+        );
+        assert!(
+            reader.contains("id=\"install-submit\""),
+            "the rest stays installable"
+        );
+
+        let admin = package_page(
+            &detail,
+            &InstallDefaults::default(),
+            &Around {
+                also_offered_by: vec!["mirror".into()],
+                may_delist: true,
+            },
+            &viewer(),
+        );
+        assert!(admin.contains(
+            "Also offered by catalog <a href=\"/packages/mirror/synthetic-0\">mirror</a>"
+        ));
+        assert!(admin.contains("<form id=\"delist\" method=\"post\" action=\"/actions/delist\""));
+        assert!(admin.contains("<input type=\"hidden\" name=\"csrf\" value=\"tok\"><input type=\"hidden\" name=\"catalog\" value=\"vendor\"><input type=\"hidden\" name=\"package\" value=\"synthetic-0\">"));
+        assert!(admin.contains(">Delist from catalog vendor</button>"));
+        // Only listed versions can be delisted; the delisted one has its Relist.
+        assert!(admin.contains("<option value=\"1.1.0\">version 1.1.0</option>"));
+        assert!(!admin.contains("<option value=\"1.2.0\">"));
+        assert!(admin.contains("<input type=\"hidden\" name=\"version\" value=\"1.2.0\"><button type=\"submit\" class=\"relist\" data-version=\"1.2.0\">Relist 1.2.0 in catalog vendor</button>"));
+    }
+
+    #[test]
+    fn a_package_delisted_whole_offers_no_install_and_one_relist() {
+        let detail = delisted(&[], "");
+        let page = package_page(
+            &detail,
+            &InstallDefaults::default(),
+            &Around {
+                also_offered_by: vec![],
+                may_delist: true,
+            },
+            &viewer(),
+        );
+        assert!(page.contains("Delisted: package synthetic-0 is delisted by catalog vendor."));
+        assert!(!page.contains("id=\"install-submit\""));
+        assert!(page.contains("id=\"install-delisted\""));
+        assert!(!page.contains("id=\"delist\""));
+        assert_eq!(
+            page.matches("class=\"relist\" data-version=\"\"").count(),
+            1
+        );
+        assert!(page.contains("Relist the package in catalog vendor"));
+        assert!(!page.contains("id=\"also-offered\""));
     }
 }

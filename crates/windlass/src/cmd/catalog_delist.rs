@@ -2,23 +2,34 @@
 //! with YAML.
 //!
 //! The CLI server-side-applies only the entries it owns, under its own field manager
-//! (`windlass-cli`), so entries a GitOps tool (or `kubectl apply`) owns are never touched: an
-//! edit of such an entry is refused naming its owner, unless `--force` takes it over.
+//! (`windlass-cli`, which the hub's Delist and Relist buttons share), so entries a GitOps tool
+//! (or `kubectl apply`) owns are never touched: an edit of such an entry is refused naming its
+//! owner, unless `--force` takes it over. What to write is decided in
+//! `windlass_hub::delisting`; this module finds the Catalog, writes and reports.
 
-use std::{collections::BTreeSet, path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context as _, bail};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::{
-    Api, ResourceExt,
+    Api,
     api::{Patch, PatchParams},
 };
-use serde_json::{Value, json};
 use windlass_api::{
-    Catalog, DelistedPackage, Package,
-    names::{CLI_FIELD_MANAGER, package_view},
+    Catalog, Package,
+    names::{DELIST_FIELD_MANAGER, package_view},
 };
-use windlass_catalog::listing::parse_version;
+use windlass_hub::delisting::{self, DelistError, Plan, Target};
+// What the tests below exercise: the shared decisions, as the CLI uses them.
+#[cfg(test)]
+use {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+    serde_json::{Value, json},
+    std::collections::BTreeSet,
+    windlass_api::DelistedPackage,
+    windlass_hub::delisting::{
+        Change, apply_document, delist, other_owners, owned_entries, relist,
+    },
+};
 
 #[derive(clap::Args)]
 pub struct DelistArgs {
@@ -52,179 +63,8 @@ pub struct RelistArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
-/// `acme-db` or `acme-db@1.0.1`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    pub package: String,
-    pub version: Option<semver::Version>,
-}
-
-impl std::fmt::Display for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.version {
-            None => write!(f, "package {}", self.package),
-            Some(v) => write!(f, "version {v} of package {}", self.package),
-        }
-    }
-}
-
 pub fn parse_target(text: &str) -> anyhow::Result<Target> {
-    let (package, version) = match text.split_once('@') {
-        Some((package, version)) => (package, Some(version)),
-        None => (text, None),
-    };
-    if package.trim().is_empty() {
-        bail!("{text:?}: expected PACKAGE or PACKAGE@VERSION");
-    }
-    let version = version
-        .map(|v| {
-            parse_version(v).with_context(|| format!("{text:?}: {v:?} is not a semantic version"))
-        })
-        .transpose()?;
-    Ok(Target {
-        package: package.trim().to_string(),
-        version,
-    })
-}
-
-/// The packages whose `spec.delisted` entry `manager` owns through server-side apply.
-pub fn owned_entries(managed: &[ManagedFieldsEntry], manager: &str) -> BTreeSet<String> {
-    managed
-        .iter()
-        .filter(|e| {
-            e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some("Apply")
-        })
-        .flat_map(entry_keys)
-        .collect()
-}
-
-/// The managers (other than `except`) that own any field of the entry of `package`.
-pub fn other_owners(managed: &[ManagedFieldsEntry], package: &str, except: &str) -> Vec<String> {
-    let mut owners: Vec<String> = managed
-        .iter()
-        .filter(|e| e.manager.as_deref() != Some(except))
-        .filter(|e| entry_keys(e).iter().any(|p| p == package))
-        .map(|e| {
-            format!(
-                "{} ({})",
-                e.manager.as_deref().unwrap_or("unknown"),
-                e.operation.as_deref().unwrap_or("?")
-            )
-        })
-        .collect();
-    owners.dedup();
-    owners
-}
-
-/// The packages of the `spec.delisted` entries one managedFields entry names
-/// (`f:spec` > `f:delisted` > `k:{"package":"acme-db"}`).
-fn entry_keys(entry: &ManagedFieldsEntry) -> Vec<String> {
-    let Some(delisted) = entry
-        .fields_v1
-        .as_ref()
-        .and_then(|f| f.0.get("f:spec"))
-        .and_then(|s| s.get("f:delisted"))
-        .and_then(Value::as_object)
-    else {
-        return Vec::new();
-    };
-    delisted
-        .keys()
-        .filter_map(|k| k.strip_prefix("k:"))
-        .filter_map(|k| serde_json::from_str::<Value>(k).ok())
-        .filter_map(|k| k["package"].as_str().map(String::from))
-        .collect()
-}
-
-/// What a delist or relist does to `spec.delisted`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    /// Nothing to do; why (already delisted, not delisted).
-    Nothing(String),
-    /// The entry of the package as it should be (`None`: removed).
-    Entry(Option<DelistedPackage>),
-}
-
-/// The package's entry after delisting `target`, from the entry it has now.
-pub fn delist(current: Option<&DelistedPackage>, target: &Target, reason: Option<&str>) -> Change {
-    let reason = reason
-        .map(String::from)
-        .or_else(|| current.and_then(|c| c.reason.clone()));
-    match (current, &target.version) {
-        (Some(entry), _) if entry.versions.is_empty() => Change::Nothing(format!(
-            "package {} is already delisted (all of it)",
-            target.package
-        )),
-        (_, None) => Change::Entry(Some(DelistedPackage {
-            package: target.package.clone(),
-            versions: Vec::new(),
-            reason,
-        })),
-        (current, Some(version)) => {
-            let mut versions: Vec<String> = current.map(|c| c.versions.clone()).unwrap_or_default();
-            let known = versions
-                .iter()
-                .any(|v| parse_version(v).ok().as_ref() == Some(version));
-            if known && current.and_then(|c| c.reason.as_deref()) == reason.as_deref() {
-                return Change::Nothing(format!("{target} is already delisted"));
-            }
-            if !known {
-                versions.push(version.to_string());
-            }
-            Change::Entry(Some(DelistedPackage {
-                package: target.package.clone(),
-                versions,
-                reason,
-            }))
-        }
-    }
-}
-
-/// The package's entry after relisting `target`, from the entry it has now.
-pub fn relist(current: Option<&DelistedPackage>, target: &Target) -> anyhow::Result<Change> {
-    let Some(entry) = current else {
-        return Ok(Change::Nothing(format!("{target} is not delisted")));
-    };
-    let Some(version) = &target.version else {
-        return Ok(Change::Entry(None));
-    };
-    if entry.versions.is_empty() {
-        bail!(
-            "the whole of package {} is delisted: `windlass catalog relist {}` relists all of it (then delist the versions that must stay off)",
-            target.package,
-            target.package
-        );
-    }
-    let remaining: Vec<String> = entry
-        .versions
-        .iter()
-        .filter(|v| parse_version(v).ok().as_ref() != Some(version))
-        .cloned()
-        .collect();
-    if remaining.len() == entry.versions.len() {
-        return Ok(Change::Nothing(format!("{target} is not delisted")));
-    }
-    Ok(Change::Entry((!remaining.is_empty()).then(|| {
-        DelistedPackage {
-            versions: remaining,
-            ..entry.clone()
-        }
-    })))
-}
-
-/// The server-side apply document holding exactly the entries the CLI owns.
-pub fn apply_document(catalog: &str, entries: &[DelistedPackage]) -> Value {
-    let mut document = json!({
-        "apiVersion": "windlass.dev/v1alpha1",
-        "kind": "Catalog",
-        "metadata": { "name": catalog },
-    });
-    // Owning nothing, the CLI sends no spec at all, so what it owned is removed and nothing
-    // else is touched.
-    if !entries.is_empty() {
-        document["spec"] = json!({ "delisted": entries });
-    }
-    document
+    Ok(delisting::parse_target(text)?)
 }
 
 pub fn run_delist(args: DelistArgs) -> anyhow::Result<ExitCode> {
@@ -269,54 +109,43 @@ async fn edit(
         .get_opt(&catalog)
         .await?
         .with_context(|| format!("Catalog {catalog} does not exist (kubectl get wcat)"))?;
-    let current = object
-        .spec
-        .delisted
-        .iter()
-        .find(|d| d.package == target.package);
-    let change = match edit {
-        Edit::Delist(reason) => delist(current, &target, reason),
-        Edit::Relist => relist(current, &target)?,
+    let edit = match edit {
+        Edit::Delist(reason) => delisting::Edit::Delist {
+            reason: reason.map(String::from),
+        },
+        Edit::Relist => delisting::Edit::Relist,
     };
-    let entry = match change {
-        Change::Nothing(why) => {
-            println!("Catalog {catalog}: {why}; nothing changed");
+    let plan = delisting::plan(&object, &target, &edit, DELIST_FIELD_MANAGER, force).map_err(
+        |e| match e {
+            DelistError::WholePackageDelisted { package } => anyhow::anyhow!(
+                "the whole of package {package} is delisted: `windlass catalog relist {package}` relists all of it (then delist the versions that must stay off)"
+            ),
+            DelistError::ManagedElsewhere { .. } => {
+                anyhow::anyhow!("{e}, or pass --force to take it over")
+            }
+            other => other.into(),
+        },
+    )?;
+    let (document, entry, others) = match plan {
+        Plan::Nothing(why) => {
+            println!("{}", delisting::nothing_message(&catalog, &why));
             return Ok(ExitCode::SUCCESS);
         }
-        Change::Entry(entry) => entry,
+        Plan::Apply {
+            document,
+            entry,
+            others,
+        } => (document, entry, others),
     };
-    let managed = object.managed_fields();
-    let owned = owned_entries(managed, CLI_FIELD_MANAGER);
-    let others = other_owners(managed, &target.package, CLI_FIELD_MANAGER);
-    if current.is_some() && !others.is_empty() && !force {
-        bail!(
-            "spec.delisted[package={}] of Catalog {catalog} is managed by {}: change it there (in Git, for a GitOps tool), or pass --force to take it over",
-            target.package,
-            others.join(", ")
-        );
-    }
-    // Every entry the CLI owns, as it is now, with this one changed.
-    let mut entries: Vec<DelistedPackage> = object
-        .spec
-        .delisted
-        .iter()
-        .filter(|d| owned.contains(&d.package) && d.package != target.package)
-        .cloned()
-        .collect();
-    entries.extend(entry.clone());
-    let mut params = PatchParams::apply(CLI_FIELD_MANAGER);
+    let mut params = PatchParams::apply(DELIST_FIELD_MANAGER);
     params.force = force;
     catalogs
-        .patch(
-            &catalog,
-            &params,
-            &Patch::Apply(&apply_document(&catalog, &entries)),
-        )
+        .patch(&catalog, &params, &Patch::Apply(&document))
         .await
         .map_err(|e| match e {
             kube::Error::Api(s) if s.code == 409 => anyhow::anyhow!(
-                "Catalog {catalog}: {}; another tool manages that entry: change it there, or pass --force to take it over",
-                s.message
+                "{}, or pass --force to take it over",
+                delisting::conflict_message(&catalog, &s.message)
             ),
             other => anyhow::anyhow!("Catalog {catalog}: {other}"),
         })?;
@@ -324,41 +153,22 @@ async fn edit(
         remove_entry(&catalogs, &catalog, &target.package).await?;
     }
     let after = catalogs.get(&catalog).await?;
-    let now = after
-        .spec
-        .delisted
-        .iter()
-        .find(|d| d.package == target.package);
-    if now != entry.as_ref() {
-        bail!(
-            "Catalog {catalog}: spec.delisted[package={}] is still {}, because {} also manages it; change it there, or pass --force",
-            target.package,
-            serde_json::to_string(&now).unwrap_or_default(),
-            other_owners(after.managed_fields(), &target.package, CLI_FIELD_MANAGER).join(", ")
-        );
-    }
+    delisting::check_written(
+        &after,
+        &target.package,
+        entry.as_ref(),
+        DELIST_FIELD_MANAGER,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}, or pass --force"))?;
+    let done = delisting::done_message(&catalog, &target, &edit, entry.as_ref());
     match edit {
-        Edit::Delist(_) => println!(
-            "Catalog {catalog}: {target} delisted{}. New Subscriptions cannot install it; installed operators keep running without upgrades (their Subscriptions say Delisted). `windlass catalog relist {} --catalog {catalog}` lists it again.",
-            entry
-                .as_ref()
-                .and_then(|e| e.reason.as_deref())
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default(),
-            target_text(&target),
+        delisting::Edit::Delist { .. } => println!(
+            "{done} `windlass catalog relist {} --catalog {catalog}` lists it again.",
+            target.text(),
         ),
-        Edit::Relist => println!(
-            "Catalog {catalog}: {target} listed again; Subscriptions can install it and upgrades resume."
-        ),
+        delisting::Edit::Relist => println!("{done}"),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn target_text(target: &Target) -> String {
-    match &target.version {
-        None => target.package.clone(),
-        Some(v) => format!("{}@{v}", target.package),
-    }
 }
 
 /// The catalog to edit: the one named (it must serve the package, and the version when one is
@@ -391,28 +201,14 @@ async fn serving_catalog(
         ),
     };
     let status = view.status.clone().unwrap_or_default();
-    if let Some(version) = &target.version {
-        let known = status
-            .versions
-            .iter()
-            .chain(&status.delisted_versions)
-            .chain(&status.held_back)
-            .any(|v| parse_version(v).ok().as_ref() == Some(version));
-        if !known {
-            bail!(
-                "Catalog {} does not serve version {version} of package {} (it has {})",
-                status.catalog,
-                target.package,
-                status
-                    .versions
-                    .iter()
-                    .chain(&status.delisted_versions)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
+    let offered: Vec<&str> = status
+        .versions
+        .iter()
+        .chain(&status.delisted_versions)
+        .map(String::as_str)
+        .collect();
+    let held_back: Vec<&str> = status.held_back.iter().map(String::as_str).collect();
+    delisting::check_version(&status.catalog, target, &offered, &held_back)?;
     Ok(status.catalog)
 }
 
@@ -421,24 +217,14 @@ async fn serving_catalog(
 /// change is lost.
 async fn remove_entry(catalogs: &Api<Catalog>, catalog: &str, package: &str) -> anyhow::Result<()> {
     let object = catalogs.get(catalog).await?;
-    if !object.spec.delisted.iter().any(|d| d.package == package) {
+    let Some(patch) = delisting::removal_patch(&object, package) else {
         return Ok(());
-    }
-    let remaining: Vec<&DelistedPackage> = object
-        .spec
-        .delisted
-        .iter()
-        .filter(|d| d.package != package)
-        .collect();
-    let patch = json!({
-        "metadata": { "resourceVersion": object.resource_version() },
-        "spec": { "delisted": remaining },
-    });
+    };
     catalogs
         .patch(
             catalog,
             &PatchParams {
-                field_manager: Some(CLI_FIELD_MANAGER.into()),
+                field_manager: Some(DELIST_FIELD_MANAGER.into()),
                 ..Default::default()
             },
             &Patch::Merge(&patch),

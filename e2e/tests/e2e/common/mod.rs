@@ -6,4 +6,5 @@ pub mod corpus_cases;
 pub mod crd_variants;
 pub mod helm;
 pub mod hub;
+pub mod hub_rbac;
 pub mod isolated;

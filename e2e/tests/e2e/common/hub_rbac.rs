@@ -1,0 +1,193 @@
+//! RBAC for the hub tests: people with fewer rights than the admin, granted through the API
+//! server and removed when dropped, so the hub (acting as them) is refused what they may not do.
+
+use std::time::Duration;
+
+use k8s_openapi::api::{
+    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
+    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, PostParams},
+};
+use serde_json::json;
+use windlass_testkit::{unique_name, wait_until, wait_until_authorized};
+
+/// Roles that let `user` read Catalogs and a namespace's Subscriptions and Blueprints, and
+/// nothing more; removed when dropped.
+pub struct ReadOnly {
+    name: String,
+}
+
+impl ReadOnly {
+    pub async fn grant(admin: &Client, user: &str, namespace: &str) -> ReadOnly {
+        let name = unique_name("hub-read-only");
+        let reader = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch"]}],
+        });
+        Api::<ClusterRole>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(reader).unwrap(),
+            )
+            .await
+            .unwrap();
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        });
+        Api::<ClusterRoleBinding>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(binding).unwrap(),
+            )
+            .await
+            .unwrap();
+        let role = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "hub-read-only"},
+            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": ["get", "list", "watch"]}],
+        });
+        Api::<Role>::namespaced(admin.clone(), namespace)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(role).unwrap(),
+            )
+            .await
+            .unwrap();
+        let role_binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "hub-read-only"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "hub-read-only"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        });
+        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(role_binding).unwrap(),
+            )
+            .await
+            .unwrap();
+        wait_until_authorized(
+            admin,
+            user,
+            namespace,
+            ("windlass.dev", "subscriptions", "list"),
+        )
+        .await;
+        wait_until_authorized(admin, user, "", ("windlass.dev", "catalogs", "list")).await;
+        ReadOnly { name }
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        for kind in ["clusterrolebinding", "clusterrole"] {
+            let _ = windlass_testkit::kubectl()
+                .args([
+                    "delete",
+                    kind,
+                    &self.name,
+                    "--ignore-not-found",
+                    "--wait=false",
+                ])
+                .output();
+        }
+    }
+}
+
+/// A ClusterRole that lets `user` patch Catalogs (delist and relist), bound until
+/// [`CatalogEditor::revoke`] or drop.
+pub struct CatalogEditor {
+    name: String,
+}
+
+impl CatalogEditor {
+    pub async fn grant(admin: &Client, user: &str) -> CatalogEditor {
+        let name = unique_name("hub-catalog-editor");
+        let editor = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch", "patch"]}],
+        });
+        Api::<ClusterRole>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(editor).unwrap(),
+            )
+            .await
+            .unwrap();
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        });
+        Api::<ClusterRoleBinding>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(binding).unwrap(),
+            )
+            .await
+            .unwrap();
+        wait_until_authorized(admin, user, "", ("windlass.dev", "catalogs", "patch")).await;
+        CatalogEditor { name }
+    }
+
+    /// Unbinds the role and waits until the API server no longer lets `user` patch Catalogs.
+    pub async fn revoke(&self, admin: &Client, user: &str) {
+        Api::<ClusterRoleBinding>::all(admin.clone())
+            .delete(&self.name, &DeleteParams::default())
+            .await
+            .unwrap();
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(user.to_string()),
+                groups: Some(vec!["system:authenticated".to_string()]),
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some("windlass.dev".into()),
+                    resource: Some("catalogs".into()),
+                    verb: Some("patch".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let reviews = Api::<SubjectAccessReview>::all(admin.clone());
+        wait_until(
+            &format!("{user} to be refused patching catalogs"),
+            Duration::from_secs(30),
+            || async {
+                reviews
+                    .create(&PostParams::default(), &review)
+                    .await
+                    .ok()
+                    .and_then(|r| r.status)
+                    .is_some_and(|s| !s.allowed)
+            },
+        )
+        .await;
+    }
+}
+
+impl Drop for CatalogEditor {
+    fn drop(&mut self) {
+        for kind in ["clusterrolebinding", "clusterrole"] {
+            let _ = windlass_testkit::kubectl()
+                .args([
+                    "delete",
+                    kind,
+                    &self.name,
+                    "--ignore-not-found",
+                    "--wait=false",
+                ])
+                .output();
+        }
+    }
+}
