@@ -51,8 +51,8 @@ async fn main() {
         rollback_time(&client).await;
     }
     if run("scale") {
-        let number = |n: usize| std::env::args().nth(n).and_then(|a| a.parse().ok());
-        let namespaces = number(2).unwrap_or(SCALE_NAMESPACES);
+        let number = |n: usize| std::env::args().nth(n).and_then(|a| a.parse::<u64>().ok());
+        let namespaces = number(2).map_or(SCALE_NAMESPACES, |n| n as usize);
         let idle = number(3).map_or(IDLE, Duration::from_secs);
         scale(&client, namespaces, idle).await;
     }
