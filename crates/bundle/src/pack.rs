@@ -50,7 +50,8 @@ pub enum PackError {
 }
 
 /// The bundle's files in bundle layout: a package-manifest folder's files move under
-/// `manifests/` and get a generated `metadata/annotations.yaml`.
+/// `manifests/`, its `metadata/` files (dependencies, properties) stay where they are, since
+/// the loader reads them there in either layout, and `metadata/annotations.yaml` is generated.
 pub fn bundle_layout_tree(bundle: &Bundle, tree: &FileTree) -> FileTree {
     let mut out = FileTree::default();
     match bundle.layout {
@@ -62,6 +63,11 @@ pub fn bundle_layout_tree(bundle: &Bundle, tree: &FileTree) -> FileTree {
             }
         }
         Layout::PackageManifest => {
+            for (path, bytes) in &tree.files {
+                if path.starts_with("metadata/") {
+                    out.files.insert(path.clone(), bytes.clone());
+                }
+            }
             for manifest in &bundle.manifests {
                 if let Some(bytes) = tree.get(&manifest.file) {
                     out.files.insert(
@@ -149,8 +155,21 @@ mod tests {
 
     #[test]
     fn a_package_manifest_folder_packs_into_bundle_layout_and_loads_back() {
+        let dependencies = "dependencies:\n- type: olm.constraint\n  value:\n    failureMessage: needs db\n    cel: {rule: \"properties.exists(p, p.type == 'olm.package')\"}\n";
+        let properties = "properties:\n- {type: example.com/tier, value: gold}\n";
         let tree = FileTree {
-            files: [("demo.csv.yaml".to_string(), CSV.as_bytes().to_vec())].into(),
+            files: [
+                ("demo.csv.yaml".to_string(), CSV.as_bytes().to_vec()),
+                (
+                    "metadata/dependencies.yaml".to_string(),
+                    dependencies.as_bytes().to_vec(),
+                ),
+                (
+                    "metadata/properties.yaml".to_string(),
+                    properties.as_bytes().to_vec(),
+                ),
+            ]
+            .into(),
         };
         let mut bundle = crate::from_files(&tree, "demo/1.0.0").unwrap();
         bundle.annotations = Annotations::for_package("demo", &["stable".into()], None);
@@ -169,13 +188,26 @@ mod tests {
                 .iter()
                 .map(|f| f.path.as_str())
                 .collect::<Vec<_>>(),
-            vec!["manifests/demo.csv.yaml", "metadata/annotations.yaml"]
+            vec![
+                "manifests/demo.csv.yaml",
+                "metadata/annotations.yaml",
+                "metadata/dependencies.yaml",
+                "metadata/properties.yaml"
+            ]
         );
         let unpacked = crate::unpack::unpack(&bytes, Limits::default()).unwrap();
         assert_eq!(read_pack_manifest(&unpacked), Some(manifest));
         let back = crate::from_files(&unpacked, "demo.tgz").unwrap();
         assert_eq!(back.package(), Some("demo"));
         assert_eq!(back.csv, bundle.csv);
+        assert_eq!(
+            back.dependencies.len(),
+            1,
+            "the dependencies travel with it"
+        );
+        assert_eq!(back.dependencies, bundle.dependencies);
+        assert_eq!(back.properties, bundle.properties);
+        assert_eq!(back.properties.len(), 1);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! [`drift`] compares what windlass applied with the live object: only the fields windlass set
 //! are looked at, so defaults the server added and fields other managers own do not count. A
 //! field whose live value differs was edited out of band, and re-applying overwrites it.
+//! [`overwritten`] finds the edits a rollback overwrites that re-applying the running revision
+//! would not: fields only the restored revision sets, now held by another field manager.
 //!
 //! Lists of objects that carry a `name` (containers, env, ports, volumes) are matched by name,
 //! and paths say so (`containers[name=operator].image`); other lists are compared by index, or
@@ -130,6 +132,65 @@ pub fn drift(applied: &Value, live: &Value) -> Option<Drift> {
         fields,
         editors,
     })
+}
+
+/// What restoring an older revision overwrites of someone else's: the fields `restored` (the
+/// object as that revision applied it) sets and `running` (as the running revision applied it,
+/// `None` when it did not) does not, whose live value differs and belongs to a field manager
+/// other than windlass. Re-applying the running revision leaves those fields alone, so an edit
+/// of them stands until the rollback writes over it; edits of the fields it does set are
+/// [`drift`]'s. `old` is what windlass applied when the restored revision ran, `new` what is
+/// there now. `None` when the rollback overwrites no one's edit.
+pub fn overwritten(running: Option<&Value>, restored: &Value, live: &Value) -> Option<Drift> {
+    let mut found = Vec::new();
+    walk_drift(
+        &mut Vec::new(),
+        &comparable(restored),
+        Some(&comparable(live)),
+        &mut found,
+    );
+    let running = running.map(comparable);
+    found.retain(|(path, _, new)| {
+        new.is_some()
+            && !running.as_ref().is_some_and(|r| sets(r, path))
+            && !managed::owners(live, std::slice::from_ref(path)).is_empty()
+    });
+    if found.is_empty() {
+        return None;
+    }
+    let paths: Vec<Vec<Segment>> = found.iter().map(|(path, _, _)| path.clone()).collect();
+    let editors = managed::owners(live, &paths);
+    let fields: Vec<FieldChange> = found
+        .into_iter()
+        .map(|(path, old, new)| FieldChange {
+            path: render_path(&path),
+            old,
+            new,
+        })
+        .collect();
+    Some(Drift {
+        object: ObjectRef::of(live),
+        fields: if is_secret(live) {
+            hide_values(fields)
+        } else {
+            fields
+        },
+        editors,
+    })
+}
+
+/// Whether `object` sets the field at `path` (to something other than empty).
+fn sets(object: &Value, path: &[Segment]) -> bool {
+    let Some((first, rest)) = path.split_first() else {
+        return !is_empty(Some(object));
+    };
+    let below = match (first, object) {
+        (Segment::Key(key), Value::Object(map)) => map.get(key),
+        (Segment::Named(name), Value::Array(items)) => by_name(items, name),
+        (Segment::Index(i), Value::Array(items)) => items.get(*i),
+        _ => None,
+    };
+    below.is_some_and(|value| sets(value, rest))
 }
 
 fn is_secret(object: &Value) -> bool {

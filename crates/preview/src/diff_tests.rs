@@ -163,6 +163,53 @@ fn drift_is_only_what_someone_changed_in_fields_windlass_set() {
     );
 }
 
+#[test]
+fn a_rollback_overwrites_edits_of_fields_only_the_restored_revision_sets() {
+    let configmap = |data: Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "settings", "namespace": "team-a", "labels": {"a": "1"}},
+               "data": data})
+    };
+    // 1.0.0 set log-level, 1.0.1 (running) sets log-format only; someone set log-level since.
+    let restored = configmap(json!({"log-level": "info", "log-format": "text"}));
+    let running = configmap(json!({"log-format": "json"}));
+    let mut live = configmap(json!({"log-format": "json", "log-level": "debug"}));
+    let managed = |fields: Value| {
+        json!([
+            {"manager": "windlass", "operation": "Apply", "fieldsV1": {"f:metadata": {"f:labels": {"f:a": {}}}, "f:data": {"f:log-format": {}}}},
+            {"manager": "kubectl-edit", "operation": "Update", "fieldsV1": fields},
+        ])
+    };
+    live["metadata"]["managedFields"] = managed(json!({"f:data": {"f:log-level": {}}}));
+    let found = overwritten(Some(&running), &restored, &live).unwrap();
+    assert_eq!(
+        paths(&found.fields),
+        ["data.log-level"],
+        "log-format is the running revision's own: not someone else's edit"
+    );
+    assert_eq!(found.fields[0].old, Some(json!("info")));
+    assert_eq!(found.fields[0].new, Some(json!("debug")));
+    assert_eq!(found.editors, ["kubectl-edit"]);
+    assert_eq!(found.object.to_string(), "ConfigMap team-a/settings");
+
+    // Not an edit: the running revision sets the field (re-applying it puts the field back),
+    // only windlass wrote it, or nothing holds it now.
+    let also_running = configmap(json!({"log-format": "json", "log-level": "warn"}));
+    assert_eq!(overwritten(Some(&also_running), &restored, &live), None);
+    let mut own = live.clone();
+    own["metadata"]["managedFields"] = managed(json!({"f:data": {"f:other": {}}}));
+    assert_eq!(overwritten(Some(&running), &restored, &own), None);
+    let gone = configmap(json!({"log-format": "json"}));
+    assert_eq!(overwritten(Some(&running), &restored, &gone), None);
+    // An object the running revision does not ship: every edited field it held counts.
+    let found = overwritten(None, &restored, &live).unwrap();
+    assert_eq!(paths(&found.fields), ["data.log-level"]);
+    assert_eq!(
+        overwritten(Some(&running), &restored, &restored.clone()),
+        None
+    );
+}
+
 fn small_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         any::<bool>().prop_map(Value::Bool),

@@ -39,7 +39,6 @@ fn newer_than(package: &str, above: &str, failure: &str) -> Value {
 /// a second gateway requiring a database newer than 2.0.0 does not resolve, and its
 /// Subscription says why in the constraint's own words.
 #[tokio::test]
-#[ignore = "the Subscription controller does not yet turn a cel constraint into a dependency; run with --ignored"]
 async fn a_cel_constraint_resolves_or_is_explained() {
     require_manager();
     let ns = TestNamespace::create(&windlass_testkit::client().await, "celdep").await;
@@ -58,7 +57,14 @@ async fn a_cel_constraint_resolves_or_is_explained() {
     );
     let mut images = vec![
         db.publish("acme-db/1.0.0", |_| {}).await,
-        db.publish("acme-db/1.1.0", |_| {}).await,
+        // 1.1.0 ships replacing 1.0.1, which this catalog leaves out: without the edge to
+        // 1.0.0 the channel would have two heads, and the listing gate would offer neither.
+        db.publish("acme-db/1.1.0", |object| {
+            if object["kind"] == "ClusterServiceVersion" {
+                object["spec"]["replaces"] = json!("acme-db.v1.0.0");
+            }
+        })
+        .await,
     ];
     images.push(
         gateway

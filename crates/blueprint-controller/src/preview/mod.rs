@@ -8,7 +8,8 @@
 //! ClusterServiceVersion's controller) builds it, read live and dry-run applied as the identity
 //! that will write it; the RBAC and images are compared with what the running
 //! ClusterServiceVersion installs; the CRD verdicts come from the validate stage; a rollback
-//! also reads what the running revision applied and lists the live objects edited since.
+//! also reads what the running revision applied and lists the live objects edited since, and
+//! the edits of fields only the restored revision sets, which it overwrites.
 //! The pure parts are `windlass_preview`'s.
 
 mod objects;
@@ -170,6 +171,8 @@ async fn compute(
     let content = &loaded.content;
     let mut notes = Vec::new();
     let mut changes = Vec::new();
+    // What this revision writes besides CRDs and its CSV, for the edits a rollback overwrites.
+    let mut written: Vec<Value> = Vec::new();
     let mut kinds: BTreeSet<(String, String)> = ctx.known_kinds.iter().cloned().collect();
     let from = build::BundleId {
         package: &content.package,
@@ -197,11 +200,15 @@ async fn compute(
                 .resource(manifest.api_version(), manifest.kind())
                 .await
             {
-                Ok((_, namespaced)) => Desired {
-                    object: build::object(&manifest.object, namespaced, &owner),
-                    namespaced,
-                    from_csv: false,
-                },
+                Ok((_, namespaced)) => {
+                    let object = build::object(&manifest.object, namespaced, &owner);
+                    written.push(object.clone());
+                    Desired {
+                        object,
+                        namespaced,
+                        from_csv: false,
+                    }
+                }
                 // A kind served by a CRD this plan creates: nothing of it can exist yet.
                 Err(_) => {
                     let mut change = examine_unserved(&manifest.object, &identity);
@@ -273,6 +280,7 @@ async fn compute(
     for object in &derived {
         changes.push(examine(&writers, object).await?);
     }
+    written.extend(derived.iter().map(|d| d.object.clone()));
     let old_csv = match &request.apply.supersedes {
         Some(name) => objects::live_csv(ctx.manager, &namespace, name).await?,
         None => None,
@@ -339,7 +347,7 @@ async fn compute(
     );
 
     let drift = if request.drift {
-        drift(ctx, blueprint, &owner, request).await?
+        drift(ctx, blueprint, &owner, request, &written).await?
     } else {
         Vec::new()
     };
@@ -437,13 +445,18 @@ fn crd_changes(loaded: &Loaded, namespace: &str) -> Vec<CrdChange> {
         .collect()
 }
 
-/// The live objects edited since the running revision applied them: its bundle objects (from
-/// its sealed revision content) and what its ClusterServiceVersion created.
+/// The live objects edited since windlass applied them that this plan overwrites: fields of
+/// the running revision's objects (from its sealed revision content, and what its
+/// ClusterServiceVersion created) whose live value differs, and fields only the restored
+/// revision (`restored`, what this plan writes) sets that another field manager holds now.
+/// The first kind lasts only until the running revision is applied again; the second stands,
+/// since the running revision never writes those fields.
 async fn drift(
     ctx: &Context<'_>,
     blueprint: &Blueprint,
     owner: &build::Owner,
     request: &PreviewRequest,
+    restored: &[Value],
 ) -> Result<Vec<windlass_preview::Drift>, Error> {
     let Some(running) = &request.running else {
         return Ok(Vec::new());
@@ -470,15 +483,43 @@ async fn drift(
     if let Some(csv) = objects::live_csv(ctx.manager, &owner.namespace, &running.csv_name).await? {
         applied.extend(objects::from_csv(&csv).into_iter().map(|d| d.object));
     }
-    let mut out = Vec::new();
-    for object in &applied {
+    let find = |objects: &[Value], key: &windlass_kit::ObjectKey| {
+        objects
+            .iter()
+            .find(|o| &windlass_kit::ObjectKey::of(o) == key)
+            .cloned()
+    };
+    let mut keys: Vec<windlass_kit::ObjectKey> = Vec::new();
+    for object in applied.iter().chain(restored) {
         let key = windlass_kit::ObjectKey::of(object);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let mut out = Vec::new();
+    for key in &keys {
         // Read as the manager: what it reads is what it applied, whoever applied it.
-        let live = match ctx.manager.get(&key).await {
+        let live = match ctx.manager.get(key).await {
             Ok(Some(live)) => live,
             Ok(None) | Err(_) => continue,
         };
-        if let Some(mut found) = diff::drift(object, &live) {
+        let ran = find(&applied, key);
+        let mut found = ran.as_ref().and_then(|a| diff::drift(a, &live));
+        if let Some(written) = find(restored, key)
+            && let Some(more) = diff::overwritten(ran.as_ref(), &written, &live)
+        {
+            found = Some(match found {
+                None => more,
+                Some(mut both) => {
+                    both.fields.extend(more.fields);
+                    both.editors.extend(more.editors);
+                    both.editors.sort();
+                    both.editors.dedup();
+                    both
+                }
+            });
+        }
+        if let Some(mut found) = found {
             found
                 .fields
                 .retain(|f| !f.path.starts_with("metadata.ownerReferences"));
