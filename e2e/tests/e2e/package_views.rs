@@ -184,7 +184,13 @@ async fn a_view_follows_its_catalog_and_is_put_back_when_edited() {
     let images = [
         publish(&package, "acme-db/1.0.0", with_provider).await,
         publish(&package, "acme-db/1.0.1", with_provider).await,
-        publish(&other, "acme-db/1.0.0", |_| {}).await,
+        // A CSV name of its own: a catalog offers each CSV name in one package only.
+        publish(&other, "acme-db/1.0.0", |object: &mut Value| {
+            if object["kind"] == "ClusterServiceVersion" {
+                object["metadata"]["name"] = json!(format!("{other}.v1.0.0"));
+            }
+        })
+        .await,
     ];
     let catalog = TestCatalog::serving(&admin, "views", &images).await;
     let views = Api::<Package>::all(admin.clone());
