@@ -109,29 +109,7 @@ pub fn drift(applied: &Value, live: &Value) -> Option<Drift> {
     let applied = comparable(applied);
     let live_fields = comparable(live);
     walk_drift(&mut Vec::new(), &applied, Some(&live_fields), &mut found);
-    if found.is_empty() {
-        return None;
-    }
-    let paths: Vec<Vec<Segment>> = found.iter().map(|(path, _, _)| path.clone()).collect();
-    let editors = managed::owners(live, &paths);
-    let fields: Vec<FieldChange> = found
-        .into_iter()
-        .map(|(path, old, new)| FieldChange {
-            path: render_path(&path),
-            old,
-            new,
-        })
-        .collect();
-    let fields = if is_secret(live) {
-        hide_values(fields)
-    } else {
-        fields
-    };
-    Some(Drift {
-        object: ObjectRef::of(live),
-        fields,
-        editors,
-    })
+    drift_of(live, found)
 }
 
 /// What restoring an older revision overwrites of someone else's: the fields `restored` (the
@@ -155,6 +133,15 @@ pub fn overwritten(running: Option<&Value>, restored: &Value, live: &Value) -> O
             && !running.as_ref().is_some_and(|r| sets(r, path))
             && !managed::owners(live, std::slice::from_ref(path)).is_empty()
     });
+    drift_of(live, found)
+}
+
+/// The fields found edited in `live` (path, what windlass applied, what is there now), with
+/// their editors and Secret values hidden; `None` when there are none.
+fn drift_of(
+    live: &Value,
+    found: Vec<(Vec<Segment>, Option<Value>, Option<Value>)>,
+) -> Option<Drift> {
     if found.is_empty() {
         return None;
     }
