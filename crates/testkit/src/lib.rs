@@ -149,7 +149,28 @@ pub async fn wait_until_authorized(
     admin: &Client,
     user: &str,
     namespace: &str,
+    action: (&str, &str, &str),
+) {
+    wait_until_access(admin, user, namespace, action, true).await;
+}
+
+/// Waits until the API server's authorizer refuses `user` `verb` `resource` (in `group`) in
+/// `namespace`: a removed binding leaves the authorizer through its informers too.
+pub async fn wait_until_refused(
+    admin: &Client,
+    user: &str,
+    namespace: &str,
+    action: (&str, &str, &str),
+) {
+    wait_until_access(admin, user, namespace, action, false).await;
+}
+
+async fn wait_until_access(
+    admin: &Client,
+    user: &str,
+    namespace: &str,
     (group, resource, verb): (&str, &str, &str),
+    allowed: bool,
 ) {
     use k8s_openapi::api::authorization::v1::{
         ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
@@ -170,8 +191,9 @@ pub async fn wait_until_authorized(
         },
         ..Default::default()
     };
+    let expected = if allowed { "allowed" } else { "refused" };
     wait_until(
-        &format!("{user} to be allowed to {verb} {resource} in {namespace}"),
+        &format!("{user} to be {expected} to {verb} {resource} in {namespace}"),
         Duration::from_secs(30),
         || async {
             reviews
@@ -179,7 +201,7 @@ pub async fn wait_until_authorized(
                 .await
                 .ok()
                 .and_then(|r| r.status)
-                .is_some_and(|s| s.allowed)
+                .is_some_and(|s| s.allowed == allowed)
         },
     )
     .await;

@@ -1,18 +1,13 @@
 //! RBAC for the hub tests: people with fewer rights than the admin, granted through the API
 //! server and removed when dropped, so the hub (acting as them) is refused what they may not do.
 
-use std::time::Duration;
-
-use k8s_openapi::api::{
-    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
-    rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
-};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::{
     Api, Client,
     api::{DeleteParams, PostParams},
 };
 use serde_json::json;
-use windlass_testkit::{unique_name, wait_until, wait_until_authorized};
+use windlass_testkit::{unique_name, wait_until_authorized, wait_until_refused};
 
 /// Roles that let `user` read Catalogs and a namespace's Subscriptions and Blueprints, and
 /// nothing more; removed when dropped.
@@ -23,31 +18,7 @@ pub struct ReadOnly {
 impl ReadOnly {
     pub async fn grant(admin: &Client, user: &str, namespace: &str) -> ReadOnly {
         let name = unique_name("hub-read-only");
-        let reader = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch"]}],
-        });
-        Api::<ClusterRole>::all(admin.clone())
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(reader).unwrap(),
-            )
-            .await
-            .unwrap();
-        let binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        });
-        Api::<ClusterRoleBinding>::all(admin.clone())
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(binding).unwrap(),
-            )
-            .await
-            .unwrap();
+        grant_catalog_access(admin, &name, user, &["get", "list", "watch"]).await;
         let role = json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": "hub-read-only"},
@@ -87,17 +58,7 @@ impl ReadOnly {
 
 impl Drop for ReadOnly {
     fn drop(&mut self) {
-        for kind in ["clusterrolebinding", "clusterrole"] {
-            let _ = windlass_testkit::kubectl()
-                .args([
-                    "delete",
-                    kind,
-                    &self.name,
-                    "--ignore-not-found",
-                    "--wait=false",
-                ])
-                .output();
-        }
+        remove_cluster_role(&self.name);
     }
 }
 
@@ -110,31 +71,7 @@ pub struct CatalogEditor {
 impl CatalogEditor {
     pub async fn grant(admin: &Client, user: &str) -> CatalogEditor {
         let name = unique_name("hub-catalog-editor");
-        let editor = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": ["get", "list", "watch", "patch"]}],
-        });
-        Api::<ClusterRole>::all(admin.clone())
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(editor).unwrap(),
-            )
-            .await
-            .unwrap();
-        let binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        });
-        Api::<ClusterRoleBinding>::all(admin.clone())
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(binding).unwrap(),
-            )
-            .await
-            .unwrap();
+        grant_catalog_access(admin, &name, user, &["get", "list", "watch", "patch"]).await;
         wait_until_authorized(admin, user, "", ("windlass.dev", "catalogs", "patch")).await;
         CatalogEditor { name }
     }
@@ -145,49 +82,50 @@ impl CatalogEditor {
             .delete(&self.name, &DeleteParams::default())
             .await
             .unwrap();
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(user.to_string()),
-                groups: Some(vec!["system:authenticated".to_string()]),
-                resource_attributes: Some(ResourceAttributes {
-                    group: Some("windlass.dev".into()),
-                    resource: Some("catalogs".into()),
-                    verb: Some("patch".into()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let reviews = Api::<SubjectAccessReview>::all(admin.clone());
-        wait_until(
-            &format!("{user} to be refused patching catalogs"),
-            Duration::from_secs(30),
-            || async {
-                reviews
-                    .create(&PostParams::default(), &review)
-                    .await
-                    .ok()
-                    .and_then(|r| r.status)
-                    .is_some_and(|s| !s.allowed)
-            },
-        )
-        .await;
+        wait_until_refused(admin, user, "", ("windlass.dev", "catalogs", "patch")).await;
     }
 }
 
 impl Drop for CatalogEditor {
     fn drop(&mut self) {
-        for kind in ["clusterrolebinding", "clusterrole"] {
-            let _ = windlass_testkit::kubectl()
-                .args([
-                    "delete",
-                    kind,
-                    &self.name,
-                    "--ignore-not-found",
-                    "--wait=false",
-                ])
-                .output();
-        }
+        remove_cluster_role(&self.name);
+    }
+}
+
+/// A ClusterRole `name` allowing `verbs` on Catalogs, bound to `user`.
+async fn grant_catalog_access(admin: &Client, name: &str, user: &str, verbs: &[&str]) {
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": verbs}],
+    });
+    Api::<ClusterRole>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(role).unwrap(),
+        )
+        .await
+        .unwrap();
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    });
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(binding).unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+/// Removes what [`grant_catalog_access`] made, without waiting (a drop cannot await).
+fn remove_cluster_role(name: &str) {
+    for kind in ["clusterrolebinding", "clusterrole"] {
+        let _ = windlass_testkit::kubectl()
+            .args(["delete", kind, name, "--ignore-not-found", "--wait=false"])
+            .output();
     }
 }
