@@ -7,10 +7,7 @@
 
 use std::{process::Command, time::Duration};
 
-use k8s_openapi::api::{
-    core::v1::ServiceAccount,
-    rbac::v1::{Role, RoleBinding},
-};
+use k8s_openapi::api::{core::v1::ServiceAccount, rbac::v1::Role};
 use kube::{
     Api,
     api::{DeleteParams, PostParams},
@@ -23,7 +20,10 @@ use windlass_testkit::{
     require_manager, run_ok, unique_name, wait_until_authorized, windlass_binary,
 };
 
-use crate::common::hub::{HubProcess, curl, header};
+use crate::common::{
+    hub::{HubProcess, curl, header},
+    hub_rbac::grant_namespace_reader,
+};
 
 mod delisting;
 
@@ -394,31 +394,14 @@ async fn in_the_clusters_mode_each_token_is_reviewed_and_acted_with() {
         .await
         .unwrap();
     let user = format!("system:serviceaccount:{}:{account}", ns.name);
-    let role = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": "hub-reader"},
-        "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": ["get", "list"]}],
-    });
-    Api::<Role>::namespaced(admin.clone(), &ns.name)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(role).unwrap(),
-        )
-        .await
-        .unwrap();
-    let binding = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "hub-reader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "hub-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns.name}],
-    });
-    Api::<RoleBinding>::namespaced(admin.clone(), &ns.name)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(binding).unwrap(),
-        )
-        .await
-        .unwrap();
+    grant_namespace_reader(
+        &admin,
+        &ns.name,
+        "hub-reader",
+        json!({"kind": "ServiceAccount", "name": account, "namespace": ns.name}),
+        &["get", "list"],
+    )
+    .await;
     wait_until_authorized(
         &admin,
         &user,

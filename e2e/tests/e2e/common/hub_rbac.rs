@@ -19,31 +19,14 @@ impl ReadOnly {
     pub async fn grant(admin: &Client, user: &str, namespace: &str) -> ReadOnly {
         let name = unique_name("hub-read-only");
         grant_catalog_access(admin, &name, user, &["get", "list", "watch"]).await;
-        let role = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "hub-read-only"},
-            "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": ["get", "list", "watch"]}],
-        });
-        Api::<Role>::namespaced(admin.clone(), namespace)
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(role).unwrap(),
-            )
-            .await
-            .unwrap();
-        let role_binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "hub-read-only"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "hub-read-only"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        });
-        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(role_binding).unwrap(),
-            )
-            .await
-            .unwrap();
+        grant_namespace_reader(
+            admin,
+            namespace,
+            "hub-read-only",
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}),
+            &["get", "list", "watch"],
+        )
+        .await;
         wait_until_authorized(
             admin,
             user,
@@ -128,4 +111,40 @@ fn remove_cluster_role(name: &str) {
             .args(["delete", kind, name, "--ignore-not-found", "--wait=false"])
             .output();
     }
+}
+
+/// A Role `name` in `namespace` allowing `verbs` on Subscriptions and Blueprints, bound to
+/// `subject` (an RBAC subject: a user or a ServiceAccount).
+pub async fn grant_namespace_reader(
+    admin: &Client,
+    namespace: &str,
+    name: &str,
+    subject: serde_json::Value,
+    verbs: &[&str],
+) {
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": verbs}],
+    });
+    Api::<Role>::namespaced(admin.clone(), namespace)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(role).unwrap(),
+        )
+        .await
+        .unwrap();
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [subject],
+    });
+    Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(binding).unwrap(),
+        )
+        .await
+        .unwrap();
 }
