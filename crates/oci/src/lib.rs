@@ -6,6 +6,7 @@
 
 mod auth;
 pub mod image;
+mod reference;
 pub mod registry;
 mod transfer;
 
@@ -163,12 +164,10 @@ fn client_with(options: &RegistryOptions, monolithic: bool) -> Client {
 }
 
 pub fn parse_reference(reference: &str) -> Result<Reference, OciError> {
-    reference
-        .parse()
-        .map_err(|e: oci_client::ParseError| OciError::BadReference {
-            reference: reference.into(),
-            message: e.to_string(),
-        })
+    reference::parse(reference).map_err(|message| OciError::BadReference {
+        reference: reference.into(),
+        message,
+    })
 }
 
 /// The registry host an image reference points at (`docker.io` for short names).
