@@ -14,7 +14,6 @@ use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, Patch, PatchParams},
     runtime::{
-        Controller,
         controller::Action,
         reflector::{ObjectRef, Store},
         watcher,
@@ -76,7 +75,7 @@ pub async fn run(
     let Checks { seal_key, trust } = checks;
     let blueprints = scope.api::<Blueprint>(&client);
     let csvs = scope.api::<ClusterServiceVersion>(&client);
-    let controller = Controller::new(blueprints.clone(), watcher::Config::default());
+    let controller = runner::controller_for(blueprints.clone(), watcher::Config::default());
     let cache = controller.store();
     let dependents = cache.clone();
     // New catalog content can unblock a revision waiting for its bundle.

@@ -15,7 +15,7 @@ use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, Patch, PatchParams},
-    runtime::{Controller, WatchStreamExt, controller::Action, watcher},
+    runtime::{WatchStreamExt, controller::Action, watcher},
 };
 use serde_json::json;
 use tracing::{info, warn};
@@ -176,7 +176,7 @@ pub async fn run(
             }
         })
     };
-    let results = Controller::new(catalogs, config)
+    let results = runner::controller_for(catalogs, config)
         .reconcile_all_on(mirrors_changed)
         .graceful_shutdown_on(shutdown)
         .run(reconcile_observed, runner::error_policy, ctx);

@@ -58,7 +58,7 @@ use std::{collections::HashMap, future::Future, sync::Arc, sync::Mutex, time::Du
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api, Client, ResourceExt,
-    runtime::{Controller, controller::Action, watcher},
+    runtime::{controller::Action, watcher},
 };
 use windlass_api::{ClusterVersion, names::controllers};
 use windlass_bundle::FileTree;
@@ -193,7 +193,7 @@ pub async fn run(
         drift,
     });
     let versions = Api::<ClusterVersion>::all(client);
-    let results = Controller::new(versions, watcher::Config::default())
+    let results = runner::controller_for(versions, watcher::Config::default())
         .reconcile_all_on(drifted)
         .graceful_shutdown_on(shutdown)
         .run(

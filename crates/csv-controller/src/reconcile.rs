@@ -12,7 +12,7 @@ use k8s_openapi::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{Patch, PatchParams},
-    runtime::{Controller, controller::Action, reflector::ObjectRef, watcher},
+    runtime::{controller::Action, reflector::ObjectRef, watcher},
 };
 use serde_json::{Value, json};
 use tracing::info;
@@ -126,7 +126,7 @@ pub async fn run(
         identities,
     });
     let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
-    let results = Controller::new(csvs.clone(), watcher::Config::default())
+    let results = runner::controller_for(csvs.clone(), watcher::Config::default())
         .owns(deployments, watcher::Config::default().labels(&managed))
         // A successor's progress decides the fate of the CSV it supersedes.
         .watches(

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
-    runtime::{Controller, controller::Action, reflector::ObjectRef, watcher},
+    runtime::{controller::Action, reflector::ObjectRef, watcher},
 };
 use serde_json::json;
 use windlass_api::{
@@ -76,7 +76,7 @@ pub async fn run(
     let ctx = Arc::new(Context {
         shell: Shell::new(client, scope, controllers::INSTALL_SCOPE, metrics),
     });
-    let controller = Controller::new(namespaces, config);
+    let controller = runner::controller_for(namespaces, config);
     let known = controller.store();
     let results = controller
         // Any policy may select any namespace (labels, names): recompute every view.

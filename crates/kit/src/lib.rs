@@ -13,8 +13,9 @@
 //! - [`status::apply_status`]: the one way status is written (server-side apply, optionally
 //!   guarded by the resourceVersion the decision was made from);
 //! - [`Events`] and [`Notice`]: Kubernetes Events with the API's size limits respected;
-//! - [`runner`]: the reconcile span, timing and metrics ([`Metrics`]), the error policy and
-//!   the finalizer wrapper;
+//! - [`runner`]: the controller every reconciler runs in (a bound on reconciles in flight, a
+//!   cache without `managedFields`), the reconcile span, timing and metrics ([`Metrics`]), the
+//!   error policy and the finalizer wrapper;
 //! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`);
 //! - [`mirrors`]: the cluster's ImageMirrorSets as one set of rules, kept current by a watch;
 //! - [`trust`]: signature checks of images against the cluster's TrustPolicies, shared by every

@@ -7,12 +7,44 @@ use futures::{Stream, StreamExt};
 use kube::{
     Api, Resource, ResourceExt,
     runtime::{
-        controller::Action,
+        Controller, WatchStreamExt,
+        controller::{self, Action},
         finalizer::{self, Event as Finalizer},
+        reflector::{self, reflector},
+        watcher::{self, watcher},
     },
 };
 use serde::{Serialize, de::DeserializeOwned};
 use tracing::{Instrument, warn};
+
+/// How many objects one controller reconciles at once. Without a bound, a burst of new objects
+/// (a thousand Subscriptions created together) starts every reconcile at once, each holding
+/// its bundle content, revisions and plans in memory while they all wait on the same API
+/// server; a few in flight keep the API server as busy and the manager's memory flat.
+pub const RECONCILE_CONCURRENCY: u16 = 8;
+
+/// The runtime settings every controller starts with.
+pub fn controller_config() -> controller::Config {
+    controller::Config::default().concurrency(RECONCILE_CONCURRENCY)
+}
+
+/// A controller over `api` whose cache keeps each object without its `managedFields`: for a
+/// ClusterServiceVersion they mirror every field path of its definition and can be as large
+/// as the rest of it, and no reconcile reads them from the cache (what needs them reads the
+/// object from the API server).
+pub fn controller_for<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash + fmt::Debug + Unpin,
+{
+    let (reader, writer) = reflector::store();
+    let objects = reflector(
+        writer,
+        watcher(api, config).modify(|object: &mut K| object.meta_mut().managed_fields = None),
+    )
+    .applied_objects();
+    Controller::for_stream(objects, reader).with_config(controller_config())
+}
 
 /// The stages every reconcile goes through, in order. Errors say which stage failed, and the
 /// metrics count failures by stage.

@@ -26,8 +26,8 @@ use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, Patch, PatchParams, Preconditions},
     runtime::{
-        Controller, WatchStreamExt,
-        controller::{self, Action},
+        WatchStreamExt,
+        controller::Action,
         reflector::{self, Store},
         watcher,
     },
@@ -129,9 +129,9 @@ pub async fn run(
         live,
         computed: Mutex::default(),
     });
-    let results = Controller::new(Api::<Catalog>::all(client), watcher::Config::default())
+    let results = runner::controller_for(Api::<Catalog>::all(client), watcher::Config::default())
         // A burst of view events (our own writes) becomes one comparison per catalog.
-        .with_config(controller::Config::default().debounce(Duration::from_millis(500)))
+        .with_config(runner::controller_config().debounce(Duration::from_millis(500)))
         .reconcile_all_on(views_changed)
         .reconcile_all_on(served_changed)
         .graceful_shutdown_on(shutdown)
