@@ -88,7 +88,7 @@ async fn an_install_reports_every_step_in_the_status_and_as_events() {
             .unwrap_or_default();
         [
             "RevisionStarted",
-            "StepDone",
+            "Installing",
             "RevisionCompleted",
             "Succeeded",
         ]

@@ -315,9 +315,10 @@ fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
         let status_changed = before.is_none_or(|b| b.status != step.status);
         let message_changed = before.is_some_and(|b| b.message != step.message);
         let bad = matches!(step.status.as_str(), "Blocked" | "Failed");
-        // Progress messages change often; only a new status, or a new reason to be stuck, is
-        // worth an Event.
-        if step.status != "Pending" && (status_changed || bad && message_changed) {
+        // A step that goes well is told by the revision and phase Events and kept in the
+        // status; an Event per step of every install would be most of a busy cluster's
+        // writes. A step that is stuck or failed is news, and so is a new reason for it.
+        if bad && (status_changed || message_changed) {
             let message = if step.message.is_empty() {
                 format!("{}: {}", step.name, step.status)
             } else {

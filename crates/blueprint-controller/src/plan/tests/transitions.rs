@@ -36,6 +36,11 @@ fn first_install_records_the_revision_then_applies_then_completes() {
     assert_eq!(plan.supersedes, None);
     assert_eq!(world.phase(), BlueprintPhase::Installing);
     assert_eq!(world.step("ClusterServiceVersion").0, "InProgress");
+    assert!(
+        !applying.notes.iter().any(|n| n.reason.starts_with("Step")),
+        "a step in progress is no Event: {:?}",
+        applying.notes
+    );
     assert!(world.record(1).started_time.is_some());
     assert!(
         world.stored.iter().any(|s| s.revision == 1),
@@ -52,6 +57,11 @@ fn first_install_records_the_revision_then_applies_then_completes() {
     );
     assert!(world.condition_is("Ready", ConditionStatus::True, "Succeeded"));
     assert!(done.notes.iter().any(|n| n.reason == "RevisionCompleted"));
+    assert!(
+        !done.notes.iter().any(|n| n.reason.starts_with("Step")),
+        "steps done are no Events: {:?}",
+        done.notes
+    );
     assert!(
         matches!(done.action, Action::Apply(_)),
         "a settled revision is re-applied"
@@ -251,6 +261,29 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
         ConditionStatus::True,
         reasons::blueprint::SAFE
     ));
+}
+
+#[test]
+fn a_blocked_step_is_told_once_and_a_step_that_goes_well_not_at_all() {
+    const TAMPERED: &str = "revision Secret team-a/acme-db.r2 fails its seal";
+    let mut world = World::installed(&["1.0.0"]);
+    world.subscribe_to("1.1.0");
+    world.validation = Validation::Untrusted(Refusal {
+        reason: windlass_api::names::reasons::revision::TAMPERED,
+        message: TAMPERED.into(),
+    });
+    let mut told = Vec::new();
+    for _ in 0..6 {
+        told.extend(world.reconcile().notes);
+    }
+    let blocked: Vec<_> = told.iter().filter(|n| n.reason == "StepBlocked").collect();
+    assert_eq!(blocked.len(), 1, "{told:?}");
+    assert!(blocked[0].message.contains(TAMPERED), "{:?}", blocked[0]);
+    assert!(
+        told.iter()
+            .all(|n| !n.reason.starts_with("Step") || n.reason == "StepBlocked"),
+        "{told:?}"
+    );
 }
 
 #[test]
