@@ -17,6 +17,40 @@ use windlass_api::{
 
 use crate::{intent::owner_reference, resolution::InstalledPackage};
 
+/// What the other Subscriptions of a namespace read from a Blueprint: its package, what it
+/// depends on, whether it is leaving, and what it last completed ([`installed_packages`],
+/// [`requesters`]). A Blueprint change that leaves these alone matters only to its own
+/// Subscription, so only that one is woken.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NeighbourView {
+    package: String,
+    dependencies: Vec<ResolvedBundle>,
+    leaving: bool,
+    completed: Option<(String, String)>,
+}
+
+impl NeighbourView {
+    pub fn of(blueprint: &Blueprint) -> NeighbourView {
+        let completed = blueprint.status.as_ref().and_then(|s| {
+            s.history
+                .iter()
+                .find(|r| r.outcome == RevisionOutcome::Completed)
+                .map(|r| (r.version.clone(), r.cluster_service_version_name.clone()))
+        });
+        NeighbourView {
+            package: blueprint.spec.package.clone(),
+            dependencies: blueprint.spec.dependencies.clone(),
+            leaving: blueprint.metadata.deletion_timestamp.is_some(),
+            completed,
+        }
+    }
+
+    /// Whether the Blueprint is being deleted.
+    pub fn leaving(&self) -> bool {
+        self.leaving
+    }
+}
+
 /// What each package's Blueprint last completed. A Blueprint being deleted is leaving and no
 /// longer counts; with two Blueprints for one package, the first (by name) wins.
 pub fn installed_packages(blueprints: &[Blueprint]) -> Vec<InstalledPackage> {

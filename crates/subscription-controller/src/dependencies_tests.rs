@@ -128,6 +128,43 @@ fn installed_is_the_last_completed_revision_of_each_package() {
 }
 
 #[test]
+fn neighbours_see_a_blueprint_change_only_when_what_they_read_changes() {
+    use RevisionOutcome::*;
+    let installing = blueprint(
+        "monitor",
+        "acme-monitor",
+        &["acme-db"],
+        vec![record(1, "0.2.0", InProgress)],
+    );
+    let view = NeighbourView::of(&installing);
+
+    // Progress of the install (phase, steps, conditions) is the Blueprint's own business.
+    let mut progressed = installing.clone();
+    let status = progressed.status.as_mut().unwrap();
+    status.plan.push(Default::default());
+    status.observed_generation = Some(7);
+    assert_eq!(NeighbourView::of(&progressed), view);
+
+    // What others resolve against, or who needs whom, is theirs too.
+    let mut completed = installing.clone();
+    completed.status.as_mut().unwrap().history[0].outcome = Completed;
+    assert_ne!(NeighbourView::of(&completed), view);
+    let needs_more = blueprint(
+        "monitor",
+        "acme-monitor",
+        &["acme-db", "acme-kv"],
+        vec![record(1, "0.2.0", InProgress)],
+    );
+    assert_ne!(NeighbourView::of(&needs_more), view);
+    let mut leaving = installing.clone();
+    leaving.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+    assert_ne!(NeighbourView::of(&leaving), view);
+}
+
+#[test]
 fn requesters_are_the_subscriptions_whose_blueprints_need_the_package() {
     let db = subscription("acme-db", "acme-db", "u-db");
     let monitor = subscription("monitor", "acme-monitor", "u-mon");

@@ -8,14 +8,18 @@
 //! (one ownerReference per requester) are garbage-collected with their owners, and the
 //! Blueprint's own finalizer removes what it installed.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{ListParams, Patch, PatchParams, PostParams},
     runtime::{
-        Controller,
         controller::Action,
         reflector::{self, ObjectRef, Store},
         watcher,
@@ -33,7 +37,7 @@ use windlass_kit::{Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner,
 
 use crate::{
     catalogs, delisting,
-    dependencies::{self, DependencyChange},
+    dependencies::{self, DependencyChange, NeighbourView},
     intent::{self, Target},
     resolution::{Resolution, ResolutionFailure, reasons},
     state::{self, Observation},
@@ -111,26 +115,43 @@ pub async fn run(
         catalogs,
         started: Timestamp::now(),
     });
-    let controller = Controller::new(subscriptions, watcher::Config::default());
+    let controller = runner::controller_for(subscriptions, watcher::Config::default());
     let known = controller.store();
+    // What the other Subscriptions last saw of each Blueprint (a few hundred bytes each); a
+    // Blueprint leaves the map when it is being deleted (its finalizer makes sure that is seen).
+    let neighbour_views: Mutex<HashMap<ObjectRef<Blueprint>, NeighbourView>> = Mutex::default();
     let results = controller
-        // Instead of `.owns(Blueprint)`: a Blueprint matters to its own Subscription and to
-        // every other one in the namespace (what is installed there, who requires whom), and
-        // one watch serves both.
+        // Instead of `.owns(Blueprint)`: a Blueprint matters to its own Subscription, and to
+        // every other one in the namespace when what they read from it changes (what is
+        // installed there, who requires whom); one watch serves both.
         .watches(
             blueprints,
             watcher::Config::default(),
             move |blueprint: Blueprint| {
-                let namespace = blueprint.namespace();
-                let mut refs: Vec<ObjectRef<Subscription>> = known
-                    .state()
-                    .iter()
-                    .filter(|s| s.namespace() == namespace)
-                    .map(|s| ObjectRef::from_obj(&**s))
-                    .collect();
-                if let Some(ns) = &namespace {
-                    refs.push(ObjectRef::new(&blueprint.name_any()).within(ns));
+                let Some(namespace) = blueprint.namespace() else {
+                    return Vec::new();
+                };
+                let own = ObjectRef::<Blueprint>::new(&blueprint.name_any()).within(&namespace);
+                let view = NeighbourView::of(&blueprint);
+                let mut seen = neighbour_views.lock().unwrap_or_else(|e| e.into_inner());
+                let unchanged = seen.get(&own) == Some(&view);
+                if view.leaving() {
+                    seen.remove(&own);
+                } else {
+                    seen.insert(own, view);
                 }
+                drop(seen);
+                let mut refs: Vec<ObjectRef<Subscription>> = if unchanged {
+                    Vec::new()
+                } else {
+                    known
+                        .state()
+                        .iter()
+                        .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
+                        .map(|s| ObjectRef::from_obj(&**s))
+                        .collect()
+                };
+                refs.push(ObjectRef::new(&blueprint.name_any()).within(&namespace));
                 refs
             },
         )
