@@ -263,15 +263,22 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
     ));
 }
 
-#[test]
-fn a_blocked_step_is_told_once_and_a_step_that_goes_well_not_at_all() {
-    const TAMPERED: &str = "revision Secret team-a/acme-db.r2 fails its seal";
+const TAMPERED: &str = "revision Secret team-a/acme-db.r2 fails its seal";
+
+/// 1.0.0 installed, 1.1.0 wanted, and 1.1.0's stored content fails its seal.
+fn upgrade_to_tampered_content() -> World {
     let mut world = World::installed(&["1.0.0"]);
     world.subscribe_to("1.1.0");
     world.validation = Validation::Untrusted(Refusal {
         reason: windlass_api::names::reasons::revision::TAMPERED,
         message: TAMPERED.into(),
     });
+    world
+}
+
+#[test]
+fn a_blocked_step_is_told_once_and_a_step_that_goes_well_not_at_all() {
+    let mut world = upgrade_to_tampered_content();
     let mut told = Vec::new();
     for _ in 0..6 {
         told.extend(world.reconcile().notes);
@@ -288,14 +295,8 @@ fn a_blocked_step_is_told_once_and_a_step_that_goes_well_not_at_all() {
 
 #[test]
 fn tampered_content_is_never_applied_and_never_rolled_back_from() {
-    const TAMPERED: &str = "revision Secret team-a/acme-db.r2 fails its seal";
     // Before the revision started: held, not failed (a failure could trigger a rollback).
-    let mut world = World::installed(&["1.0.0"]);
-    world.subscribe_to("1.1.0");
-    world.validation = Validation::Untrusted(Refusal {
-        reason: windlass_api::names::reasons::revision::TAMPERED,
-        message: TAMPERED.into(),
-    });
+    let mut world = upgrade_to_tampered_content();
     let held = world.settle();
     assert_eq!(held.action, Action::Record, "nothing is applied");
     assert_eq!(world.phase(), BlueprintPhase::Pending);
