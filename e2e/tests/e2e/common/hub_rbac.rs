@@ -82,26 +82,14 @@ async fn grant_catalog_access(admin: &Client, name: &str, user: &str, verbs: &[&
         "metadata": {"name": name},
         "rules": [{"apiGroups": ["windlass.dev"], "resources": ["catalogs"], "verbs": verbs}],
     });
-    Api::<ClusterRole>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(role).unwrap(),
-        )
-        .await
-        .unwrap();
+    create(Api::<ClusterRole>::all(admin.clone()), role).await;
     let binding = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
     });
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(binding).unwrap(),
-        )
-        .await
-        .unwrap();
+    create(Api::<ClusterRoleBinding>::all(admin.clone()), binding).await;
 }
 
 /// Removes what [`grant_catalog_access`] made, without waiting (a drop cannot await).
@@ -127,24 +115,33 @@ pub async fn grant_namespace_reader(
         "metadata": {"name": name},
         "rules": [{"apiGroups": ["windlass.dev"], "resources": ["subscriptions", "blueprints"], "verbs": verbs}],
     });
-    Api::<Role>::namespaced(admin.clone(), namespace)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(role).unwrap(),
-        )
-        .await
-        .unwrap();
+    create(Api::<Role>::namespaced(admin.clone(), namespace), role).await;
     let binding = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [subject],
     });
-    Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(binding).unwrap(),
-        )
-        .await
-        .unwrap();
+    create(
+        Api::<RoleBinding>::namespaced(admin.clone(), namespace),
+        binding,
+    )
+    .await;
+}
+
+/// Creates `object` (given as JSON) through `api`; a refusal fails the test.
+async fn create<K>(api: Api<K>, object: serde_json::Value)
+where
+    K: kube::Resource
+        + Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + k8s_openapi::serde::Serialize
+        + std::fmt::Debug,
+{
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(object).unwrap(),
+    )
+    .await
+    .unwrap();
 }
