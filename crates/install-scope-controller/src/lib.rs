@@ -4,7 +4,7 @@
 //!
 //! The view is computed by `windlass_tenancy::install_scope` from the same policies every
 //! install is decided from; installs never read it back. It is reconciled per Namespace and
-//! recomputed when a policy, a Subscription or the view itself changes (a hand edit is put
+//! recomputed when a policy changes, a Subscription comes or goes, or the view itself changes (a hand edit is put
 //! back). A namespace neither selected nor subscribing has none (one left over is deleted).
 
 use std::{collections::BTreeMap, future::Future, sync::Arc, time::Duration};
@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
+    core::PartialObjectMeta,
     runtime::{controller::Action, reflector::ObjectRef, watcher},
 };
 use serde_json::json;
@@ -21,7 +22,7 @@ use windlass_api::{
     names::{controllers, labels},
     scope::INSTALL_SCOPE_NAME,
 };
-use windlass_kit::{Metrics, ReconcileError, Scope, Shell, Stage, runner, status};
+use windlass_kit::{Metrics, ReconcileError, Scope, Shell, Stage, runner, status, triggers};
 use windlass_tenancy::{NamespaceFacts, install_scope, scope::selecting};
 
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +71,7 @@ pub async fn run(
     if let Some(only) = scope.only() {
         config = config.fields(&format!("metadata.name={only}"));
     }
-    let subscriptions = scope.api::<Subscription>(&client);
+    let subscriptions = scope.api::<PartialObjectMeta<Subscription>>(&client);
     let views = scope.api::<InstallScope>(&client);
     let policies = Api::<InstallPolicy>::all(client.clone());
     let ctx = Arc::new(Context {
@@ -87,10 +88,11 @@ pub async fn run(
                 .map(|ns| ObjectRef::from_obj(&**ns))
                 .collect::<Vec<_>>()
         })
-        .watches(
-            subscriptions,
-            watcher::Config::default(),
-            |sub: Subscription| sub.namespace().map(|ns| ObjectRef::new(&ns)),
+        // Whether a namespace has Subscriptions is what the view reads of them: their status
+        // writes (many per install) wake nothing.
+        .watches_stream(
+            triggers::arrivals_and_departures(subscriptions, watcher::Config::default()),
+            |sub: PartialObjectMeta<Subscription>| sub.namespace().map(|ns| ObjectRef::new(&ns)),
         )
         .watches(views, watcher::Config::default(), |view: InstallScope| {
             view.namespace().map(|ns| ObjectRef::new(&ns))

@@ -30,6 +30,7 @@ pub mod runner;
 pub mod scope;
 pub mod seal_key;
 pub mod status;
+pub mod triggers;
 pub mod trust;
 
 pub use apply::{Applied, Applier, ApplyError, ObjectKey};

@@ -7,7 +7,7 @@ use futures::{Stream, StreamExt};
 use kube::{
     Api, Resource, ResourceExt,
     runtime::{
-        Controller, WatchStreamExt,
+        Controller, Predicate, PredicateConfig, WatchStreamExt,
         controller::{self, Action},
         finalizer::{self, Event as Finalizer},
         reflector::{self, reflector},
@@ -38,12 +38,40 @@ where
     K::DynamicType: Default + Clone + Eq + std::hash::Hash + fmt::Debug + Unpin,
 {
     let (reader, writer) = reflector::store();
-    let objects = reflector(
-        writer,
-        watcher(api, config).modify(|object: &mut K| object.meta_mut().managed_fields = None),
-    )
-    .applied_objects();
+    let objects = reflector(writer, trimmed_watch(api, config)).applied_objects();
     Controller::for_stream(objects, reader).with_config(controller_config())
+}
+
+/// The same, woken by a change of an object only when `predicate` (a hash of what the
+/// reconcile reads of it) changed: [`crate::triggers::besides_status`] keeps a controller from
+/// being woken by its own status writes. Only for a reconcile that finishes its work in one
+/// pass (it never waits for its own status to come back).
+pub fn controller_for_changes<K, P>(
+    api: Api<K>,
+    config: watcher::Config,
+    predicate: P,
+) -> Controller<K>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash + fmt::Debug + Unpin,
+    P: Predicate<K> + Send + Unpin + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let objects = reflector(writer, trimmed_watch(api, config))
+        .applied_objects()
+        .predicate_filter(predicate, PredicateConfig::default());
+    Controller::for_stream(objects, reader).with_config(controller_config())
+}
+
+fn trimmed_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone,
+{
+    watcher(api, config).modify(|object: &mut K| object.meta_mut().managed_fields = None)
 }
 
 /// The stages every reconcile goes through, in order. Errors say which stage failed, and the

@@ -49,6 +49,12 @@ impl NeighbourView {
     pub fn leaving(&self) -> bool {
         self.leaving
     }
+
+    /// Whether the Blueprint shows its neighbours nothing yet: no dependency, nothing
+    /// completed, not leaving. A new Blueprint seen like this wakes no neighbour.
+    pub fn inert(&self) -> bool {
+        self.dependencies.is_empty() && self.completed.is_none() && !self.leaving
+    }
 }
 
 /// What each package's Blueprint last completed. A Blueprint being deleted is leaving and no

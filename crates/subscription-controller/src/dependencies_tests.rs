@@ -165,6 +165,22 @@ fn neighbours_see_a_blueprint_change_only_when_what_they_read_changes() {
 }
 
 #[test]
+fn a_new_blueprint_is_news_to_its_neighbours_only_once_it_shows_them_something() {
+    use RevisionOutcome::*;
+    let fresh = blueprint("kv", "acme-kv", &[], vec![record(1, "1.0.0", InProgress)]);
+    assert!(NeighbourView::of(&fresh).inert());
+    let needing = blueprint(
+        "monitor",
+        "acme-monitor",
+        &["acme-db"],
+        vec![record(1, "0.2.0", InProgress)],
+    );
+    assert!(!NeighbourView::of(&needing).inert());
+    let done = blueprint("kv", "acme-kv", &[], vec![record(1, "1.0.0", Completed)]);
+    assert!(!NeighbourView::of(&done).inert());
+}
+
+#[test]
 fn requesters_are_the_subscriptions_whose_blueprints_need_the_package() {
     let db = subscription("acme-db", "acme-db", "u-db");
     let monitor = subscription("monitor", "acme-monitor", "u-mon");

@@ -33,7 +33,9 @@ use windlass_api::{
     subscription::SubscriptionSpec,
 };
 use windlass_catalog_store::CatalogStore;
-use windlass_kit::{Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner, status};
+use windlass_kit::{
+    Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner, status, triggers,
+};
 
 use crate::{
     catalogs, delisting,
@@ -115,7 +117,12 @@ pub async fn run(
         catalogs,
         started: Timestamp::now(),
     });
-    let controller = runner::controller_for(subscriptions, watcher::Config::default());
+    // A reconcile does its whole work in one pass; its own status write needs no other.
+    let controller = runner::controller_for_changes(
+        subscriptions,
+        watcher::Config::default(),
+        triggers::besides_status,
+    );
     let known = controller.store();
     // What the other Subscriptions last saw of each Blueprint (a few hundred bytes each); a
     // Blueprint leaves the map when it is being deleted (its finalizer makes sure that is seen).
@@ -134,7 +141,10 @@ pub async fn run(
                 let own = ObjectRef::<Blueprint>::new(&blueprint.name_any()).within(&namespace);
                 let view = NeighbourView::of(&blueprint);
                 let mut seen = neighbour_views.lock().unwrap_or_else(|e| e.into_inner());
-                let unchanged = seen.get(&own) == Some(&view);
+                let unchanged = match seen.get(&own) {
+                    Some(before) => *before == view,
+                    None => view.inert(),
+                };
                 if view.leaving() {
                     seen.remove(&own);
                 } else {
