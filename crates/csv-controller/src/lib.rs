@@ -8,6 +8,7 @@
 pub mod certs;
 pub mod desired;
 pub mod health;
+pub mod memo;
 pub mod names;
 pub mod phase;
 pub mod reconcile;

@@ -1,7 +1,11 @@
 //! The reconciler: dereference -> check requirements -> build -> apply -> observe health ->
 //! update status. Every write goes through one field manager and is skipped when nothing changed.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::{
     api::{apps::v1::Deployment, core::v1::Secret},
@@ -12,7 +16,12 @@ use k8s_openapi::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{Patch, PatchParams},
-    runtime::{controller::Action, reflector::ObjectRef, watcher},
+    runtime::{
+        WatchStreamExt,
+        controller::Action,
+        reflector::{self, ObjectRef, Store, reflector},
+        watcher::{self, watcher},
+    },
 };
 use serde_json::{Value, json};
 use tracing::info;
@@ -35,6 +44,7 @@ use windlass_revisions::SealKey;
 use crate::{
     certs,
     desired::{self, DesiredObject, InstallContext},
+    memo::Memo,
     phase::{self, Inputs},
     requirements::{self, Observed},
     webhooks,
@@ -100,6 +110,12 @@ pub struct Context {
     pub seal_key: SealKey,
     /// Clients acting as the CSVs' install ServiceAccounts.
     pub identities: Identities,
+    /// Every CSV in scope (this controller's cache).
+    pub csvs: Store<ClusterServiceVersion>,
+    /// Every CRD, without schemas: what requirements read.
+    pub crds: Store<CustomResourceDefinition>,
+    /// What this process last applied for each CSV.
+    pub memo: Memo,
 }
 
 /// Runs the controller over `scope` until `shutdown` resolves.
@@ -118,16 +134,33 @@ pub async fn run(
         .and_then(|info| requirements::parse_kube_version(&info.git_version));
     let csvs = scope.api::<ClusterServiceVersion>(&client);
     let deployments = scope.api::<Deployment>(&client);
+    let controller = runner::controller_for(csvs.clone(), watcher::Config::default());
+    let (crds, crd_writer) = reflector::store::<CustomResourceDefinition>();
+    // Requirements are read from this cache, and a CRD's change (Established, say) wakes the
+    // CSVs naming it, instead of each reconcile reading every CRD it names.
+    let crd_changes = reflector(
+        crd_writer,
+        watcher(Api::all(client.clone()), watcher::Config::default())
+            .modify(cluster_state::trim_crd),
+    )
+    .touched_objects();
+    let naming = controller.store();
     let ctx = Arc::new(Context {
         applier: Applier::new(client.clone()),
         shell: Shell::new(client, scope, controllers::CLUSTER_SERVICE_VERSION, metrics),
         server_version,
         seal_key,
         identities,
+        csvs: controller.store(),
+        crds,
+        memo: Memo::default(),
     });
     let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
-    let results = runner::controller_for(csvs.clone(), watcher::Config::default())
+    let results = controller
         .owns(deployments, watcher::Config::default().labels(&managed))
+        .watches_stream(crd_changes, move |crd: CustomResourceDefinition| {
+            cluster_state::naming(&naming, &crd.name_any())
+        })
         // A successor's progress decides the fate of the CSV it supersedes.
         .watches(
             csvs,
@@ -146,7 +179,7 @@ pub async fn run(
                 runner::observed(
                     ctx.shell.metrics.as_ref(),
                     csv.as_ref(),
-                    reconcile(csv.clone(), ctx.clone()),
+                    Box::pin(reconcile(csv.clone(), ctx.clone())),
                 )
                 .await
             },
@@ -168,7 +201,10 @@ pub async fn reconcile(
         finalizers::CSV_CLEANUP,
         csv,
         |csv| async move { install(&csv, ctx).await },
-        |csv| async move { cleanup(&csv, ctx).await },
+        |csv| async move {
+            ctx.memo.forget(&csv.uid().unwrap_or_default());
+            cleanup(&csv, ctx).await
+        },
     )
     .await
 }
@@ -202,10 +238,10 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
 
     // Dereference: the OLM definition, a successor, the cluster's APIs.
     let definition = OlmCsv::from_value(&csv.spec.definition);
-    let successor = find_successor(client, &namespace, &name).await?;
+    let successor = find_successor(&ctx.csvs, &namespace, &name);
     let (observed, invalid) = match &definition {
         Ok(def) => (
-            observe(client, def, ctx.server_version.clone()).await?,
+            observe(client, &ctx.crds, def, ctx.server_version.clone()).await?,
             None,
         ),
         Err(e) => (Observed::default(), Some(format!("spec.definition.{e}"))),
@@ -233,9 +269,24 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         ),
     };
 
-    // Build and apply, then observe health.
+    // Build and apply, then observe health; soon after an apply of this generation, only
+    // health (see `memo`).
+    let uid = csv.uid().unwrap_or_default();
     let mut external = Vec::new();
-    if let (true, Ok(def)) = (phase::should_apply(&inputs), &definition) {
+    let mut applied = false;
+    if let (true, Ok(def)) = (phase::should_apply(&inputs), &definition)
+        && ctx
+            .memo
+            .applied(&uid, csv.metadata.generation, Instant::now())
+    {
+        let (health, deployments) = observe_health(client, &namespace, def).await?;
+        if let Some(remembered) = ctx.memo.unchanged(&uid, &deployments) {
+            external = remembered;
+            inputs.health = Some(health);
+            applied = true;
+        }
+    }
+    if let (true, false, Ok(def)) = (phase::should_apply(&inputs), applied, &definition) {
         let image_rewrites: Vec<windlass_mirror::Rewrite> = csv
             .spec
             .image_rewrites
@@ -297,7 +348,15 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                     }
                     external = objects.iter().filter(|o| !o.owned).map(reference).collect();
                     prune(&ctx.applier, csv, &objects).await?;
-                    inputs.health = Some(observe_health(client, &namespace, def).await?);
+                    let (health, deployments) = observe_health(client, &namespace, def).await?;
+                    inputs.health = Some(health);
+                    ctx.memo.record(
+                        &uid,
+                        csv.metadata.generation,
+                        external.clone(),
+                        deployments,
+                        Instant::now(),
+                    );
                 }
             }
             Err(message) => inputs.invalid_strategy = Some(message),

@@ -1,39 +1,38 @@
 //! Reads of the cluster the reconciler decides on: a successor CSV, the CRDs and APIs the
 //! requirements name, and the health of the strategy's deployments.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::{
     api::{apps::v1::Deployment, core::v1::Pod},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
-use kube::{Api, Client, ResourceExt, api::ListParams};
+use kube::{
+    Api, Client, ResourceExt,
+    api::ListParams,
+    runtime::reflector::{ObjectRef, Store},
+};
 use windlass_api::{ClusterServiceVersion, CsvPhase};
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 
 use super::Error;
 use crate::{
     health::{self, Health},
+    memo::DeploymentMark,
     phase::Successor,
     requirements::{CrdState, Observed},
 };
 
-pub(super) async fn find_successor(
-    client: &Client,
+/// The CSV in `namespace` that supersedes `name`, if any (from the controller's cache: the
+/// successor's changes wake the CSV it supersedes).
+pub(super) fn find_successor(
+    csvs: &Store<ClusterServiceVersion>,
     namespace: &str,
     name: &str,
-) -> Result<Option<Successor>, Error> {
-    let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), namespace);
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| Error::Read {
-            what: format!("CSVs in {namespace}"),
-            source,
-        })?;
-    Ok(list
-        .items
-        .into_iter()
+) -> Option<Successor> {
+    csvs.state()
+        .iter()
+        .filter(|c| c.namespace().as_deref() == Some(namespace))
         .filter(|c| {
             c.spec.supersedes.as_deref() == Some(name) && c.metadata.deletion_timestamp.is_none()
         })
@@ -41,25 +40,51 @@ pub(super) async fn find_successor(
             succeeded: c.status.as_ref().and_then(|s| s.phase) == Some(CsvPhase::Succeeded),
             name: c.name_any(),
         })
-        .next())
+        .next()
 }
+
+/// What the requirement checks read of a CRD: its served versions and conditions. The
+/// schemas (most of a CRD) are dropped from the cache.
+pub(super) fn trim_crd(crd: &mut CustomResourceDefinition) {
+    crd.metadata.managed_fields = None;
+    crd.metadata.annotations = None;
+    for version in &mut crd.spec.versions {
+        version.schema = None;
+    }
+}
+
+/// The CSVs (as cache references) that own or require CRD `crd`.
+pub(super) fn naming(
+    csvs: &Store<ClusterServiceVersion>,
+    crd: &str,
+) -> Vec<ObjectRef<ClusterServiceVersion>> {
+    csvs.state()
+        .iter()
+        .filter(|csv| {
+            let crds = &csv.spec.definition["spec"]["customresourcedefinitions"];
+            ["owned", "required"].iter().any(|list| {
+                crds[list]
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|c| c["name"].as_str() == Some(crd)))
+            })
+        })
+        .map(|csv| ObjectRef::from_obj(csv.as_ref()))
+        .collect()
+}
+
+/// How long a reconcile waits for the CRD cache's first list before reading it anyway.
+const CACHE_READY: Duration = Duration::from_secs(30);
 
 pub(super) async fn observe(
     client: &Client,
+    cache: &Store<CustomResourceDefinition>,
     def: &OlmCsv,
     server_version: Option<semver::Version>,
 ) -> Result<Observed, Error> {
-    let crds_api = Api::<CustomResourceDefinition>::all(client.clone());
+    let _ = tokio::time::timeout(CACHE_READY, cache.wait_until_ready()).await;
     let mut crds = BTreeMap::new();
     for crd in def.owned_crds().iter().chain(def.required_crds()) {
-        let found = crds_api
-            .get_opt(&crd.name)
-            .await
-            .map_err(|source| Error::Read {
-                what: format!("CRD {}", crd.name),
-                source,
-            })?;
-        if let Some(found) = found {
+        if let Some(found) = cache.get(&ObjectRef::new(&crd.name)) {
             let established = found
                 .status
                 .as_ref()
@@ -109,20 +134,27 @@ pub(super) async fn observe(
     })
 }
 
+/// The health of the strategy's Deployments, and the generation each was seen at.
 pub(super) async fn observe_health(
     client: &Client,
     namespace: &str,
     def: &OlmCsv,
-) -> Result<Health, Error> {
+) -> Result<(Health, Vec<DeploymentMark>), Error> {
     let deployments = Api::<Deployment>::namespaced(client.clone(), namespace);
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let mut healths = Vec::new();
+    let mut marks = Vec::new();
     for spec in def.deployments() {
         let read = |source| Error::Read {
             what: format!("deployment {}", spec.name),
             source,
         };
-        let Some(deployment) = deployments.get_opt(&spec.name).await.map_err(read)? else {
+        let found = deployments.get_opt(&spec.name).await.map_err(read)?;
+        marks.push((
+            spec.name.clone(),
+            found.as_ref().and_then(|d| d.metadata.generation),
+        ));
+        let Some(deployment) = found else {
             healths.push(Health::Progressing(format!(
                 "deployment {} does not exist yet",
                 spec.name
@@ -155,5 +187,89 @@ pub(super) async fn observe_health(
         };
         healths.push(health::deployment_health(&deployment, &matching));
     }
-    Ok(health::combine(healths))
+    Ok((health::combine(healths), marks))
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::{reflector, watcher::Event};
+    use serde_json::json;
+
+    use super::*;
+
+    fn csv(
+        name: &str,
+        supersedes: Option<&str>,
+        owned: &str,
+        required: &str,
+    ) -> ClusterServiceVersion {
+        serde_json::from_value(json!({
+            "apiVersion": "windlass.dev/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": name, "namespace": "team-a"},
+            "spec": {
+                "supersedes": supersedes,
+                "definition": {"spec": {"customresourcedefinitions": {
+                    "owned": [{"name": owned}],
+                    "required": [{"name": required}],
+                }}},
+            },
+        }))
+        .unwrap()
+    }
+
+    fn cache(csvs: Vec<ClusterServiceVersion>) -> Store<ClusterServiceVersion> {
+        let (store, mut writer) = reflector::store();
+        for csv in csvs {
+            writer.apply_watcher_event(&Event::Apply(csv));
+        }
+        store
+    }
+
+    #[test]
+    fn a_crd_change_wakes_the_csvs_that_own_or_require_it() {
+        let csvs = cache(vec![
+            csv("db.v1", None, "databases.acme.io", "certs.acme.io"),
+            csv("monitor.v1", None, "monitors.acme.io", "databases.acme.io"),
+            csv("queue.v1", None, "queues.acme.io", "certs.acme.io"),
+        ]);
+        let mut woken: Vec<String> = naming(&csvs, "databases.acme.io")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        woken.sort();
+        assert_eq!(woken, ["db.v1", "monitor.v1"]);
+        assert!(naming(&csvs, "unrelated.acme.io").is_empty());
+    }
+
+    #[test]
+    fn the_successor_is_the_csv_of_the_namespace_naming_it() {
+        let csvs = cache(vec![
+            csv("db.v1", None, "databases.acme.io", "certs.acme.io"),
+            csv("db.v2", Some("db.v1"), "databases.acme.io", "certs.acme.io"),
+        ]);
+        let found = find_successor(&csvs, "team-a", "db.v1").expect("a successor");
+        assert_eq!(found.name, "db.v2");
+        assert!(!found.succeeded);
+        assert!(find_successor(&csvs, "team-b", "db.v1").is_none());
+        assert!(find_successor(&csvs, "team-a", "db.v2").is_none());
+    }
+
+    #[test]
+    fn the_cached_crd_keeps_what_requirements_read_and_drops_schemas() {
+        let mut crd: CustomResourceDefinition = serde_json::from_value(json!({
+            "metadata": {"name": "databases.acme.io", "annotations": {"big": "x"}},
+            "spec": {"group": "acme.io", "scope": "Namespaced",
+                "names": {"plural": "databases", "kind": "Database"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+            "status": {"conditions": [{"type": "Established", "status": "True"}]},
+        }))
+        .unwrap();
+        trim_crd(&mut crd);
+        assert!(crd.spec.versions[0].schema.is_none());
+        assert!(crd.metadata.annotations.is_none());
+        assert!(crd.spec.versions[0].served);
+        assert!(crd.status.is_some());
+    }
 }
