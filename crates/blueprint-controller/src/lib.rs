@@ -6,12 +6,13 @@
 //! The deciding logic is pure ([`plan`], [`build`], [`revision`]; CRD upgrade safety is
 //! `windlass_bundle::crd::safety`, plan previews `windlass_preview`); the rest only gathers
 //! ([`observe`], [`content`], [`permit`] with `windlass_tenancy` deciding, [`preview`]),
-//! applies ([`apply`]) and reports ([`reconcile`]).
+//! applies ([`apply`], remembering each apply in [`memo`]) and reports ([`reconcile`]).
 
 pub mod apply;
 pub mod build;
 pub mod content;
 mod error;
+pub mod memo;
 pub mod names;
 pub mod observe;
 pub mod permit;

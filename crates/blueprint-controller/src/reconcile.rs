@@ -7,7 +7,13 @@
 //! status and bookkeeping writes carry the resourceVersion they were decided from, so a
 //! decision made on state someone else has since changed is thrown away and made again.
 
-use std::{future::Future, sync::Arc};
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::{Arc, Mutex},
+};
+
+use futures::StreamExt;
 
 use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
 use kube::{
@@ -23,6 +29,7 @@ use serde_json::json;
 use tracing::info;
 use windlass_api::{
     Blueprint, ClusterServiceVersion, FIELD_MANAGER,
+    blueprint::BlueprintPhase,
     condition::{Condition, ConditionStatus, set_condition},
     names::{conditions, controllers, finalizers, labels, reasons, steps},
     subscription::CrdDeletionPolicy,
@@ -34,8 +41,10 @@ use windlass_revisions::SealKey;
 use crate::{
     Error, apply,
     build::Owner,
-    content, observe,
-    plan::{self, Action as Step, Decision, Facts, Input, Need},
+    content,
+    memo::{Applied, Memo},
+    observe,
+    plan::{self, Action as Step, ContentRequest, Decision, Facts, Input, Need},
     revision,
 };
 
@@ -52,6 +61,8 @@ pub struct Context {
     pub identities: Identities,
     /// Checks bundle images against the TrustPolicies before their content is used.
     pub trust: Arc<TrustGate>,
+    /// What this process last applied for each Blueprint.
+    pub memo: Memo,
 }
 
 /// How the controller checks what it uses before applying it.
@@ -78,11 +89,15 @@ pub async fn run(
     let controller = runner::controller_for(blueprints.clone(), watcher::Config::default());
     let cache = controller.store();
     let dependents = cache.clone();
-    // New catalog content can unblock a revision waiting for its bundle.
+    let seen_as_dependency: Mutex<HashMap<ObjectRef<Blueprint>, AsDependency>> = Mutex::default();
+    // New catalog content can unblock a revision waiting for its bundle; a Blueprint past that
+    // point reads nothing from catalogs until its Subscription changes its spec.
+    let waiting = cache.clone();
     let catalog_changes = futures::stream::unfold(store.changes(), |mut changes| async move {
         changes.changed().await.ok()?;
         Some(((), changes))
-    });
+    })
+    .flat_map(move |()| futures::stream::iter(waiting_for_content(&waiting)));
     let ctx = Arc::new(Context {
         applier: Applier::new(client.clone()),
         shell: Shell::new(client, scope, controllers::BLUEPRINT, metrics),
@@ -91,14 +106,28 @@ pub async fn run(
         seal_key,
         identities,
         trust,
+        memo: Memo::default(),
     });
     let results = controller
         .owns(csvs, watcher::Config::default().labels(labels::BLUEPRINT))
-        // A Blueprint that settles may be what others wait for.
+        // A Blueprint that settles may be what others wait for; they read only its
+        // `AsDependency`, so only a change of that wakes them.
         .watches(blueprints, watcher::Config::default(), move |changed| {
+            let view = AsDependency::of(&changed);
+            let key = ObjectRef::from_obj(&changed);
+            let mut seen = seen_as_dependency.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.get(&key) == Some(&view) {
+                return Vec::new();
+            }
+            if view.leaving {
+                seen.remove(&key);
+            } else {
+                seen.insert(key, view);
+            }
+            drop(seen);
             dependents_of(&dependents, &changed)
         })
-        .reconcile_all_on(catalog_changes)
+        .reconcile_on(catalog_changes)
         .graceful_shutdown_on(shutdown)
         .run(
             |blueprint, ctx: Arc<Context>| async move {
@@ -113,6 +142,40 @@ pub async fn run(
             ctx,
         );
     runner::drain(results).await;
+}
+
+/// The Blueprints a catalog change may unblock: those not past loading their bundle yet.
+fn waiting_for_content(cache: &Store<Blueprint>) -> Vec<ObjectRef<Blueprint>> {
+    cache
+        .state()
+        .iter()
+        .filter(|b| {
+            let phase = b.status.as_ref().and_then(|s| s.phase);
+            matches!(phase, None | Some(BlueprintPhase::Pending))
+        })
+        .map(|b| ObjectRef::from_obj(b.as_ref()))
+        .collect()
+}
+
+/// What a Blueprint that depends on another reads of it (see `observe::dependency`).
+#[derive(Debug, PartialEq)]
+struct AsDependency {
+    package: String,
+    phase: Option<BlueprintPhase>,
+    version: Option<String>,
+    leaving: bool,
+}
+
+impl AsDependency {
+    fn of(blueprint: &Blueprint) -> Self {
+        let status = blueprint.status.as_ref();
+        AsDependency {
+            package: blueprint.spec.package.clone(),
+            phase: status.and_then(|s| s.phase),
+            version: status.and_then(|s| s.version.clone()),
+            leaving: blueprint.metadata.deletion_timestamp.is_some(),
+        }
+    }
 }
 
 fn dependents_of(cache: &Store<Blueprint>, changed: &Blueprint) -> Vec<ObjectRef<Blueprint>> {
@@ -148,8 +211,11 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
         &api,
         finalizers::BLUEPRINT_CLEANUP,
         Arc::new(fresh),
-        |blueprint| async move { execute(&blueprint, ctx).await },
-        |blueprint| async move { cleanup(&blueprint, ctx).await },
+        |blueprint| async move { execute(&blueprint, ctx, Recall::Allowed).await },
+        |blueprint| async move {
+            ctx.memo.forget(&blueprint.uid().unwrap_or_default());
+            cleanup(&blueprint, ctx).await
+        },
     )
     .await
 }
@@ -162,14 +228,27 @@ pub(crate) fn owner(blueprint: &Blueprint) -> Owner {
     }
 }
 
-async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
+/// Whether a reconcile may stand on the memo's validation of the last apply.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recall {
+    Allowed,
+    /// The memo's validation led to something it cannot serve (another plan, a preview):
+    /// load and validate.
+    Refused,
+}
+
+async fn execute(blueprint: &Blueprint, ctx: &Context, recall: Recall) -> Result<Action, Error> {
     let name = blueprint.name_any();
+    let uid = blueprint.uid().unwrap_or_default();
+    let generation = blueprint.metadata.generation.unwrap_or_default();
     let observed =
         observe::observe(&ctx.shell.client, &ctx.seal_key, &ctx.blueprints, blueprint).await?;
     let status = blueprint.status.clone().unwrap_or_default();
     let now = Timestamp::now();
     let mut facts = Facts::default();
     let mut loaded = None;
+    let mut recalled = false;
+    let mut validated: Option<ContentRequest> = None;
     let mut decided = None;
     // The plan asks for at most a content check, a rollback-source check and a preview.
     for _ in 0..5 {
@@ -186,6 +265,29 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         });
         match &decision.action {
             Step::Check(Need::Validate(request)) => {
+                // The memo stands only on the revision's Secret as stored and sealed: one
+                // deleted or edited since is stored again or refused by a full validation.
+                let stored = observed
+                    .stored
+                    .iter()
+                    .any(|s| s.revision == request.revision);
+                if !stored || observed.tampered(request.revision).is_some() {
+                    ctx.memo.forget(&uid);
+                }
+                let remembered = (recall == Recall::Allowed && stored)
+                    .then(|| {
+                        let now = std::time::Instant::now();
+                        ctx.memo
+                            .validation(&uid, generation, request, &observed.csvs, now)
+                    })
+                    .flatten();
+                if let Some(remembered) = remembered {
+                    facts.validation = Some(remembered.validation);
+                    facts.plan_digest = remembered.plan_digest;
+                    recalled = true;
+                    continue;
+                }
+                validated = Some(request.clone());
                 // Boxed, as the preview below: each is large and runs once per revision.
                 let (validation, content) = Box::pin(content::validate(
                     &ctx.applier,
@@ -202,6 +304,9 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
                     .as_ref()
                     .map(|l| crate::preview::binding(l, request.crds).digest());
                 loaded = content;
+            }
+            Step::Check(Need::Preview(_)) if recalled => {
+                return Box::pin(execute(blueprint, ctx, Recall::Refused)).await;
             }
             Step::Check(Need::Preview(request)) => {
                 let Some(loaded) = &loaded else {
@@ -250,7 +355,15 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         });
     };
 
-    if let Step::Apply(apply_plan) = &decision.action {
+    if let Step::Apply(apply_plan) = &decision.action
+        && recalled
+        && !ctx.memo.applied(&uid, apply_plan)
+    {
+        return Box::pin(execute(blueprint, ctx, Recall::Refused)).await;
+    }
+    if let Step::Apply(apply_plan) = &decision.action
+        && !recalled
+    {
         let Some(loaded) = &loaded else {
             return Err(Error::Plan {
                 name,
@@ -274,6 +387,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         )
         .await;
         if let Err(error) = applied {
+            ctx.memo.forget(&uid);
             // The install identity may not create or grant something: the API server's words
             // name the verb, the resource and the namespace.
             if error.is_forbidden() {
@@ -305,6 +419,16 @@ async fn execute(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
             }
             write_status(ctx, blueprint, &decision).await?;
             return Err(error);
+        }
+        if let (Some(request), Some(validation)) = (validated, facts.validation.clone()) {
+            let applied = Applied {
+                generation,
+                request,
+                validation,
+                plan_digest: facts.plan_digest.clone(),
+                plan: apply_plan.clone(),
+            };
+            ctx.memo.record(&uid, applied, std::time::Instant::now());
         }
     }
     let written = write_status(ctx, blueprint, &decision).await?;
@@ -434,4 +558,65 @@ async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> 
         .publish(&blueprint.object_ref(&()), &notice)
         .await;
     Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::{reflector, watcher::Event};
+    use windlass_api::blueprint::{BlueprintSpec, BlueprintStatus};
+
+    use super::*;
+
+    fn blueprint(name: &str, phase: Option<BlueprintPhase>) -> Blueprint {
+        let mut bp = Blueprint::new(name, BlueprintSpec::default());
+        bp.metadata.namespace = Some("team-a".into());
+        bp.status = phase.map(|phase| BlueprintStatus {
+            phase: Some(phase),
+            ..BlueprintStatus::default()
+        });
+        bp
+    }
+
+    #[test]
+    fn a_catalog_change_wakes_only_blueprints_still_waiting_for_their_bundle() {
+        let (cache, mut writer) = reflector::store();
+        for (name, phase) in [
+            ("new", None),
+            ("waiting", Some(BlueprintPhase::Pending)),
+            ("installed", Some(BlueprintPhase::Succeeded)),
+            ("installing", Some(BlueprintPhase::Installing)),
+            ("failed", Some(BlueprintPhase::Failed)),
+            ("rolled-back", Some(BlueprintPhase::RolledBack)),
+        ] {
+            writer.apply_watcher_event(&Event::Apply(blueprint(name, phase)));
+        }
+        let mut woken: Vec<String> = waiting_for_content(&cache)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        woken.sort();
+        assert_eq!(woken, ["new", "waiting"]);
+    }
+
+    #[test]
+    fn dependents_read_a_blueprints_phase_and_version_not_its_progress() {
+        let installing = blueprint("db", Some(BlueprintPhase::Installing));
+        let mut progressed = installing.clone();
+        progressed.status.as_mut().unwrap().plan = vec![windlass_api::blueprint::PlanStep {
+            name: "Objects".into(),
+            status: "Done".into(),
+            message: String::new(),
+        }];
+        assert_eq!(AsDependency::of(&installing), AsDependency::of(&progressed));
+        let succeeded = blueprint("db", Some(BlueprintPhase::Succeeded));
+        assert_ne!(AsDependency::of(&installing), AsDependency::of(&succeeded));
+        let mut upgraded = succeeded.clone();
+        upgraded.status.as_mut().unwrap().version = Some("1.1.0".into());
+        assert_ne!(AsDependency::of(&succeeded), AsDependency::of(&upgraded));
+        let mut leaving = succeeded.clone();
+        leaving.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
+        );
+        assert_ne!(AsDependency::of(&succeeded), AsDependency::of(&leaving));
+    }
 }

@@ -1,5 +1,7 @@
-//! A Blueprint whose revision completed: each reconcile re-applies it to repair drift, and the
-//! shell compares every object with the live one first, so a settled Blueprint costs reads only.
+//! A Blueprint whose revision completed: a reconcile soon after its apply (its CSV's progress
+//! wakes it) stands on the memo of that apply and reads none of its objects; a later one (the
+//! resync) re-applies it to repair drift, comparing every object with the live one first, so a
+//! settled Blueprint costs reads only.
 
 use serde_json::json;
 
@@ -31,11 +33,56 @@ async fn settled() -> Harness {
     harness
 }
 
-/// Given an installed Blueprint whose CSV Succeeded, when it is reconciled again, then every
-/// object is read and compared and nothing is written.
+/// Given an installed Blueprint whose CSV Succeeded, when it is reconciled again soon after
+/// its apply, then none of its objects is read again and nothing is written.
+#[tokio::test]
+async fn a_reconcile_soon_after_the_apply_reads_none_of_its_objects() {
+    let harness = settled().await;
+    harness
+        .reconcile()
+        .await
+        .expect("a settled reconcile succeeds");
+    let requests = harness.api.take_requests();
+    assert!(writes_of(&requests).is_empty(), "{:#?}", routes(&requests));
+    for path in [CRD_PATH, CONFIG_MAP_PATH, CSV_PATH] {
+        assert!(
+            !requests.iter().any(|r| r.path == path),
+            "{path} was read again: {:#?}",
+            routes(&requests)
+        );
+    }
+}
+
+/// Given an installed Blueprint whose CSV someone edited right after the apply, when it is
+/// reconciled, then the memo does not stand for it: the CSV is applied again.
+#[tokio::test]
+async fn a_csv_edited_right_after_the_apply_is_put_back_at_once() {
+    let harness = settled().await;
+    let mut edited = harness.csv();
+    edited["spec"]["definition"]["spec"]["version"] = json!("9.9.9");
+    harness.api.insert(edited);
+
+    harness.reconcile().await.expect("repairing the CSV");
+    let requests = harness.api.take_requests();
+    let writes = writes_of(&requests);
+    let repaired = writes
+        .iter()
+        .find(|r| r.path == CSV_PATH)
+        .unwrap_or_else(|| panic!("the CSV was not applied: {:#?}", routes(&requests)));
+    assert_applied(repaired);
+    assert_ne!(
+        repaired.body["spec"]["definition"]["spec"]["version"],
+        "9.9.9"
+    );
+}
+
+/// Given an installed Blueprint whose CSV Succeeded, when it is reconciled after the memo of
+/// its apply expired (the resync), then every object is read and compared and nothing is
+/// written.
 #[tokio::test]
 async fn a_settled_blueprint_is_reconciled_with_reads_only() {
     let harness = settled().await;
+    harness.memo_expires();
     let action = harness
         .reconcile()
         .await
@@ -73,6 +120,8 @@ async fn drift_in_one_object_is_repaired_with_one_write() {
         .expect("the ConfigMap was applied");
     edited["data"] = json!({"retention": "1d"});
     harness.api.insert(edited);
+    // The ConfigMap is not watched: the resync, after the memo expired, finds the drift.
+    harness.memo_expires();
 
     harness.reconcile().await.expect("repairing drift");
     let requests = harness.api.take_requests();

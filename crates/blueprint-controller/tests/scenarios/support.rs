@@ -151,6 +151,7 @@ impl Harness {
             seal_key: seal_key(),
             identities: Identities::new(config, client.clone()),
             trust: Arc::new(TrustGate::new(client, "windlass-system")),
+            memo: Default::default(),
         };
         Harness {
             api,
@@ -182,23 +183,34 @@ impl Harness {
         serde_json::from_value(stored).expect("the stored Blueprint reads")
     }
 
+    /// What the passing of time does to the controller's memo of its last apply (the resync
+    /// comes after it expired): the next reconcile loads, validates and applies again.
+    pub fn memo_expires(&self) {
+        let uid = self.blueprint().metadata.uid.unwrap_or_default();
+        self.ctx.memo.forget(&uid);
+    }
+
     /// One reconcile, as the controller runs it on a watch event for the Blueprint.
     pub async fn reconcile(&self) -> Result<Action, Error> {
         reconcile(Arc::new(self.blueprint()), self.ctx.clone()).await
     }
 
-    /// What the CSV controller does once the operator runs: the CSV reports Succeeded for its
-    /// current generation.
-    pub fn csv_succeeds(&self) {
-        let csv = self
-            .api
+    /// The CSV as the cluster holds it now.
+    pub fn csv(&self) -> Value {
+        self.api
             .object(
                 "windlass.dev/v1alpha1",
                 "ClusterServiceVersion",
                 Some(NAMESPACE),
                 CSV_NAME,
             )
-            .expect("the CSV was applied");
+            .expect("the CSV was applied")
+    }
+
+    /// What the CSV controller does once the operator runs: the CSV reports Succeeded for its
+    /// current generation.
+    pub fn csv_succeeds(&self) {
+        let csv = self.csv();
         let generation = csv["metadata"]["generation"].clone();
         self.api.set_status(
             "windlass.dev/v1alpha1",
