@@ -6,8 +6,9 @@
 //! The memo vouches for a validation only while nothing it rests on moved: the same
 //! generation of the Blueprint, the same content request, the revision's Secret still stored
 //! and sealed, the Blueprint's CSVs as they were after the apply (none gone, none with its spec
-//! edited), and only for [`FRESH`]: the periodic resync comes later and goes the whole way,
-//! repairing drift as before. An apply is skipped only when the plan equals the one applied. A
+//! edited, none waiting for its requirements: applying again is what repairs a CRD someone
+//! narrowed since), and only for [`FRESH`]: the periodic resync comes later and goes the whole
+//! way, repairing drift as before. An apply is skipped only when the plan equals the one applied. A
 //! restart starts empty.
 
 use std::{
@@ -15,6 +16,8 @@ use std::{
     sync::Mutex,
     time::{Duration, Instant},
 };
+
+use windlass_api::CsvPhase;
 
 use crate::plan::{ApplyPlan, ContentRequest, ObservedCsv, Validation};
 
@@ -90,9 +93,9 @@ impl Memo {
         let stands = entry.applied.generation == generation
             && entry.applied.request == *request
             && now.duration_since(entry.at) < FRESH
-            && seen
-                .iter()
-                .any(|c| c.name == request.csv_name && !c.deleting)
+            && csvs.iter().any(|c| {
+                c.name == request.csv_name && !c.deleting && c.phase != Some(CsvPhase::Pending)
+            })
             && entry.csvs.as_ref().is_none_or(|before| *before == seen);
         if !stands {
             entries.remove(uid);
@@ -227,6 +230,16 @@ mod tests {
                 request(2),
                 csvs.clone(),
                 start + FRESH,
+            ),
+            (
+                "the CSV waiting for its requirements",
+                3,
+                request(2),
+                vec![ObservedCsv {
+                    phase: Some(CsvPhase::Pending),
+                    ..csv("acme-db.v1.1.0", 1)
+                }],
+                soon,
             ),
         ];
         for (what, generation, request, seen, now) in cases {
