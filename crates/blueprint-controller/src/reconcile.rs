@@ -211,7 +211,16 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
         &api,
         finalizers::BLUEPRINT_CLEANUP,
         Arc::new(fresh),
-        |blueprint| async move { execute(&blueprint, ctx, Recall::Allowed).await },
+        |blueprint| async move {
+            let observed = observe::observe(
+                &ctx.shell.client,
+                &ctx.seal_key,
+                &ctx.blueprints,
+                &blueprint,
+            )
+            .await?;
+            execute(&blueprint, ctx, &observed, Recall::Allowed).await
+        },
         |blueprint| async move {
             ctx.memo.forget(&blueprint.uid().unwrap_or_default());
             cleanup(&blueprint, ctx).await
@@ -237,12 +246,17 @@ enum Recall {
     Refused,
 }
 
-async fn execute(blueprint: &Blueprint, ctx: &Context, recall: Recall) -> Result<Action, Error> {
+/// Decides from `observed` and carries the decision out. With the memo refused, the same
+/// observation is decided again: nothing is read twice.
+async fn execute(
+    blueprint: &Blueprint,
+    ctx: &Context,
+    observed: &observe::Observed,
+    recall: Recall,
+) -> Result<Action, Error> {
     let name = blueprint.name_any();
     let uid = blueprint.uid().unwrap_or_default();
     let generation = blueprint.metadata.generation.unwrap_or_default();
-    let observed =
-        observe::observe(&ctx.shell.client, &ctx.seal_key, &ctx.blueprints, blueprint).await?;
     let status = blueprint.status.clone().unwrap_or_default();
     let now = Timestamp::now();
     let mut facts = Facts::default();
@@ -296,7 +310,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context, recall: Recall) -> Result
                     &ctx.trust,
                     blueprint,
                     request,
-                    &observed,
+                    observed,
                 ))
                 .await?;
                 facts.validation = Some(validation);
@@ -306,7 +320,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context, recall: Recall) -> Result
                 loaded = content;
             }
             Step::Check(Need::Preview(_)) if recalled => {
-                return Box::pin(execute(blueprint, ctx, Recall::Refused)).await;
+                return Box::pin(execute(blueprint, ctx, observed, Recall::Refused)).await;
             }
             Step::Check(Need::Preview(request)) => {
                 let Some(loaded) = &loaded else {
@@ -359,7 +373,7 @@ async fn execute(blueprint: &Blueprint, ctx: &Context, recall: Recall) -> Result
         && recalled
         && !ctx.memo.applied(&uid, apply_plan)
     {
-        return Box::pin(execute(blueprint, ctx, Recall::Refused)).await;
+        return Box::pin(execute(blueprint, ctx, observed, Recall::Refused)).await;
     }
     if let Step::Apply(apply_plan) = &decision.action
         && !recalled
