@@ -16,6 +16,8 @@
 //! - [`runner`]: the controller every reconciler runs in (a bound on reconciles in flight, a
 //!   cache without `managedFields`), the reconcile span, timing and metrics ([`Metrics`]), the
 //!   error policy and the finalizer wrapper;
+//! - [`freshness::OwnWrites`]: reading a controller's own writes from its watch cache, going
+//!   to the API server only while the cache has not shown the last one yet;
 //! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`);
 //! - [`mirrors`]: the cluster's ImageMirrorSets as one set of rules, kept current by a watch;
 //! - [`trust`]: signature checks of images against the cluster's TrustPolicies, shared by every
@@ -24,6 +26,7 @@
 pub mod apply;
 pub mod compare;
 pub mod events;
+pub mod freshness;
 pub mod identity;
 pub mod mirrors;
 pub mod runner;
@@ -35,6 +38,7 @@ pub mod trust;
 
 pub use apply::{Applied, Applier, ApplyError, ObjectKey};
 pub use events::{Events, Notice};
+pub use freshness::OwnWrites;
 pub use identity::Identities;
 pub use runner::{Metrics, ReconcileError, Stage};
 pub use scope::Scope;

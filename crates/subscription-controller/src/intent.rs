@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use windlass_api::names::{annotations, labels};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    FieldsV1, ManagedFieldsEntry, OwnerReference, Time,
+};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use windlass_api::{
@@ -66,6 +68,33 @@ pub fn pinned_by(managed_fields: &[ManagedFieldsEntry]) -> Option<Pin> {
         operation: entry.operation.clone().unwrap_or_default(),
         time: entry.time.clone(),
     })
+}
+
+/// Trims a cached Blueprint to what this controller reads of its `managedFields`: the entries
+/// that own the target, each reduced to that one field. [`pinned_by`] answers the same on the
+/// trimmed object, and the cache does not hold every manager's field set.
+pub fn keep_target_owners(blueprint: &mut Blueprint) {
+    let Some(entries) = blueprint.metadata.managed_fields.take() else {
+        return;
+    };
+    let target = json!({"f:spec": {"f:clusterServiceVersionName": {}}});
+    let kept: Vec<ManagedFieldsEntry> = entries
+        .into_iter()
+        .filter(|entry| {
+            entry.subresource.as_deref().unwrap_or_default().is_empty()
+                && entry
+                    .fields_v1
+                    .as_ref()
+                    .and_then(|fields| fields.0.get("f:spec"))
+                    .and_then(|spec| spec.get("f:clusterServiceVersionName"))
+                    .is_some()
+        })
+        .map(|entry| ManagedFieldsEntry {
+            fields_v1: Some(FieldsV1(target.clone())),
+            ..entry
+        })
+        .collect();
+    blueprint.metadata.managed_fields = Some(kept);
 }
 
 /// Whether a person asked (through `windlass resume`) to hand the target back to the catalog.

@@ -88,12 +88,27 @@ fn the_target_is_pinned_when_our_apply_no_longer_owns_it() {
         ("no managed fields at all", json!([]), None),
     ];
     for (story, sample, want) in cases {
-        let got = pinned_by(&entries(sample));
+        let full = entries(sample);
+        let got = pinned_by(&full);
         assert_eq!(
             got.as_ref()
                 .map(|p| (p.manager.as_str(), p.operation.as_str())),
             want,
             "{story}"
+        );
+        // The cache keeps only the target's owners: the answer must not change.
+        let mut cached = Blueprint::new("b", BlueprintSpec::default());
+        cached.metadata.managed_fields = Some(full.clone());
+        keep_target_owners(&mut cached);
+        let trimmed = cached.metadata.managed_fields.unwrap_or_default();
+        assert_eq!(pinned_by(&trimmed), got, "{story}, trimmed");
+        assert!(trimmed.len() <= full.len(), "{story}");
+        assert!(
+            trimmed.iter().all(|e| e
+                .fields_v1
+                .as_ref()
+                .is_some_and(|f| f.0 == json!({"f:spec": {"f:clusterServiceVersionName": {}}}))),
+            "{story}: only the target field is kept"
         );
     }
     let pin = pinned_by(&entries(json!([cli]))).unwrap();

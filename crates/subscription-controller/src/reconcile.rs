@@ -15,14 +15,15 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
     runtime::{
+        WatchStreamExt,
         controller::Action,
-        reflector::{self, ObjectRef, Store},
-        watcher,
+        reflector::{self, ObjectRef, Store, reflector},
+        watcher::{self, watcher},
     },
 };
 use serde_json::json;
@@ -34,7 +35,7 @@ use windlass_api::{
 };
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{
-    Metrics, Notice, ReconcileError, Scope, Shell, Stage, runner, status, triggers,
+    Metrics, Notice, OwnWrites, ReconcileError, Scope, Shell, Stage, runner, status, triggers,
 };
 
 use crate::{
@@ -92,6 +93,13 @@ pub struct Context {
     pub catalogs: Store<Catalog>,
     /// When this controller started (catalogs may still be loading shortly after).
     pub started: Timestamp,
+    /// The Subscriptions in scope (the controller's own cache).
+    pub subscriptions: Store<Subscription>,
+    /// The Blueprints in scope, their `managedFields` trimmed to the target's owners.
+    pub blueprints: Store<Blueprint>,
+    /// This controller's last writes of Subscription status and of Blueprints, until the
+    /// caches show them.
+    pub own_writes: OwnWrites,
 }
 
 /// How long to wait before trying again when a bundle could not be read, or the catalogs are
@@ -111,12 +119,6 @@ pub async fn run(
     let served = catalogs::served_content_changes(store.changes());
     let subscriptions = scope.api::<Subscription>(&client);
     let blueprints = scope.api::<Blueprint>(&client);
-    let ctx = Arc::new(Context {
-        shell: Shell::new(client, scope, controllers::SUBSCRIPTION, metrics),
-        store,
-        catalogs,
-        started: Timestamp::now(),
-    });
     // A reconcile does its whole work in one pass; its own status write needs no other.
     let controller = runner::controller_for_changes(
         subscriptions,
@@ -124,6 +126,21 @@ pub async fn run(
         triggers::besides_status,
     );
     let known = controller.store();
+    let (blueprint_cache, blueprint_writer) = reflector::store::<Blueprint>();
+    let blueprint_changes = reflector(
+        blueprint_writer,
+        watcher(blueprints, watcher::Config::default()).modify(intent::keep_target_owners),
+    )
+    .touched_objects();
+    let ctx = Arc::new(Context {
+        shell: Shell::new(client, scope, controllers::SUBSCRIPTION, metrics),
+        store,
+        catalogs,
+        started: Timestamp::now(),
+        subscriptions: known.clone(),
+        blueprints: blueprint_cache,
+        own_writes: OwnWrites::default(),
+    });
     // What the other Subscriptions last saw of each Blueprint (a few hundred bytes each); a
     // Blueprint leaves the map when it is being deleted (its finalizer makes sure that is seen).
     let neighbour_views: Mutex<HashMap<ObjectRef<Blueprint>, NeighbourView>> = Mutex::default();
@@ -131,9 +148,8 @@ pub async fn run(
         // Instead of `.owns(Blueprint)`: a Blueprint matters to its own Subscription, and to
         // every other one in the namespace when what they read from it changes (what is
         // installed there, who requires whom); one watch serves both.
-        .watches(
-            blueprints,
-            watcher::Config::default(),
+        .watches_stream(
+            blueprint_changes,
             move |blueprint: Blueprint| {
                 let Some(namespace) = blueprint.namespace() else {
                     return Vec::new();
@@ -192,10 +208,9 @@ struct NamespaceView {
 pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action, Error> {
     let namespace = sub.namespace().unwrap_or_default();
     let name = sub.name_any();
-    let seen = read_namespace(&ctx.shell.client, &namespace).await?;
-    // The listed copy is fresher than the watch cache's: comparing status against it avoids
-    // writing (and announcing) the same status twice.
+    let seen = read_namespace(&ctx, &sub).await?;
     let Some(sub) = seen.subscriptions.iter().find(|s| s.name_any() == name) else {
+        ctx.own_writes.forget(&sub.uid().unwrap_or_default());
         return Ok(Action::await_change());
     };
     if sub.metadata.deletion_timestamp.is_some() {
@@ -314,12 +329,13 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
     );
     if sub.status.as_ref() != Some(&new) {
         let api = Api::<Subscription>::namespaced(ctx.shell.client.clone(), &namespace);
-        status::apply_status(&api, &name, &new, None)
+        let written = status::apply_status(&api, &name, &new, None)
             .await
             .map_err(|source| Error::Status {
                 name: name.clone(),
                 source,
             })?;
+        ctx.own_writes.wrote(&written);
         for notice in state::notices(&old, &new) {
             ctx.shell
                 .events
@@ -333,21 +349,63 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
     })
 }
 
-async fn read_namespace(client: &Client, namespace: &str) -> Result<NamespaceView, Error> {
+/// The namespace's Subscriptions and Blueprints from the caches. Where a cache does not show
+/// this controller's last write yet (of `sub`'s status, or of its Blueprint), that object is
+/// read from the API server instead: the status is compared against what was written, not
+/// written (and announced) twice. Every other object a cache shows late wakes this reconcile
+/// again when its change arrives.
+async fn read_namespace(ctx: &Context, sub: &Subscription) -> Result<NamespaceView, Error> {
+    let namespace = sub.namespace().unwrap_or_default();
+    let name = sub.name_any();
+    let in_namespace = |object: &ObjectMeta| object.namespace.as_deref() == Some(&namespace);
+    let mut subscriptions: Vec<Subscription> = ctx
+        .subscriptions
+        .state()
+        .iter()
+        .filter(|s| in_namespace(&s.metadata) && s.metadata.name.as_deref() != Some(&name))
+        .map(|s| (**s).clone())
+        .collect();
+    let mut blueprints: Vec<Blueprint> = ctx
+        .blueprints
+        .state()
+        .iter()
+        .filter(|b| in_namespace(&b.metadata) && b.metadata.name.as_deref() != Some(&name))
+        .map(|b| (**b).clone())
+        .collect();
     let read = |what: &str| {
-        let what = format!("{what} in namespace {namespace}");
+        let what = format!("{what} {namespace}/{name}");
         move |source| Error::Read { what, source }
     };
-    let subscriptions = Api::<Subscription>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default())
-        .await
-        .map_err(read("Subscriptions"))?
-        .items;
-    let blueprints = Api::<Blueprint>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default())
-        .await
-        .map_err(read("Blueprints"))?
-        .items;
+    let own = if ctx.own_writes.shown_in(sub) {
+        Some(sub.clone())
+    } else {
+        Api::<Subscription>::namespaced(ctx.shell.client.clone(), &namespace)
+            .get_opt(&name)
+            .await
+            .map_err(read("Subscription"))?
+    };
+    subscriptions.extend(own);
+    let cached = ctx
+        .blueprints
+        .get(&ObjectRef::new(&name).within(&namespace));
+    let blueprint = match cached {
+        Some(b) if ctx.own_writes.shown_in(b.as_ref()) => Some((*b).clone()),
+        Some(_) => {
+            let mut fresh = Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &namespace)
+                .get_opt(&name)
+                .await
+                .map_err(read("Blueprint"))?;
+            if let Some(fresh) = &mut fresh {
+                intent::keep_target_owners(fresh);
+            }
+            fresh
+        }
+        None => None,
+    };
+    blueprints.extend(blueprint);
+    // In name order, as a list returns them: what is derived from them is stable.
+    subscriptions.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    blueprints.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     Ok(NamespaceView {
         subscriptions,
         blueprints,
@@ -401,6 +459,7 @@ async fn apply_blueprint(
             name: name.clone(),
             source,
         })?;
+    ctx.own_writes.wrote(&applied);
     Ok(Some(applied))
 }
 
@@ -411,7 +470,7 @@ async fn clear_resume(
     blueprint: &Blueprint,
 ) -> Result<(), Error> {
     let name = blueprint.name_any();
-    Api::<Blueprint>::namespaced(
+    let cleared = Api::<Blueprint>::namespaced(
         ctx.shell.client.clone(),
         &sub.namespace().unwrap_or_default(),
     )
@@ -428,6 +487,7 @@ async fn clear_resume(
         name: name.clone(),
         source,
     })?;
+    ctx.own_writes.wrote(&cleared);
     let note = format!(
         "the target follows the catalog again: {}",
         blueprint.spec.cluster_service_version_name
