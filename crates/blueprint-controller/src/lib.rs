@@ -11,6 +11,7 @@
 pub mod apply;
 pub mod build;
 pub mod content;
+pub mod csv_cache;
 mod error;
 pub mod memo;
 pub mod names;

@@ -11,7 +11,9 @@ use windlass_api::{Blueprint, ClusterServiceVersion, blueprint::BlueprintPhase};
 use windlass_revisions::{SealError, SealKey};
 
 use crate::{
-    Error, build, names,
+    Error, build,
+    csv_cache::{self, CsvWrites},
+    names,
     plan::{DependencyState, ObservedCsv, Settings, StoredRevision},
     revision::{self, RevisionContent},
 };
@@ -59,12 +61,23 @@ impl Observed {
     }
 }
 
-pub async fn observe(
-    client: &Client,
-    key: &SealKey,
-    blueprints: &Store<Blueprint>,
-    blueprint: &Blueprint,
-) -> Result<Observed, Error> {
+/// Where [`observe`] reads from besides the API server.
+pub struct Sources<'a> {
+    pub client: &'a Client,
+    pub seal_key: &'a SealKey,
+    pub blueprints: &'a Store<Blueprint>,
+    pub csvs: &'a Store<ClusterServiceVersion>,
+    pub csv_writes: &'a CsvWrites,
+}
+
+pub async fn observe(sources: &Sources<'_>, blueprint: &Blueprint) -> Result<Observed, Error> {
+    let Sources {
+        client,
+        seal_key: key,
+        blueprints,
+        csvs: csv_cache,
+        csv_writes,
+    } = *sources;
     let namespace = blueprint.namespace().unwrap_or_default();
     let name = blueprint.name_any();
     let uid = blueprint.uid().unwrap_or_default();
@@ -119,19 +132,27 @@ pub async fn observe(
     observed.crds.sort();
     observed.crds.dedup();
 
-    let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &namespace)
-        .list(&ListParams::default().labels(&names::selector(&name, &namespace)))
-        .await
-        .map_err(|source| Error::Read {
-            what: format!("ClusterServiceVersions of {namespace}/{name}"),
-            source,
-        })?;
-    observed.csvs = csvs
-        .items
-        .iter()
-        .filter(|c| owned_by(&c.metadata, &uid))
-        .map(observed_csv)
-        .collect();
+    let cached = csv_cache::owned(csv_cache, &namespace, &uid);
+    let csvs = if csv_writes.must_list(&uid) {
+        let listed: Vec<ClusterServiceVersion> =
+            Api::<ClusterServiceVersion>::namespaced(client.clone(), &namespace)
+                .list(&ListParams::default().labels(&names::selector(&name, &namespace)))
+                .await
+                .map_err(|source| Error::Read {
+                    what: format!("ClusterServiceVersions of {namespace}/{name}"),
+                    source,
+                })?
+                .items
+                .into_iter()
+                .filter(|c| owned_by(&c.metadata, &uid))
+                .collect();
+        csv_writes.listed(&uid, &listed, &cached);
+        listed
+    } else {
+        cached
+    };
+    observed.csvs = csvs.iter().map(observed_csv).collect();
+    observed.csvs.sort_by(|a, b| a.name.cmp(&b.name));
 
     observed.dependencies = blueprint
         .spec
@@ -163,7 +184,7 @@ fn stored_revision(secret: &Secret) -> Option<StoredRevision> {
     })
 }
 
-fn observed_csv(csv: &ClusterServiceVersion) -> ObservedCsv {
+pub(crate) fn observed_csv(csv: &ClusterServiceVersion) -> ObservedCsv {
     let status = csv.status.clone().unwrap_or_default();
     ObservedCsv {
         name: csv.name_any(),

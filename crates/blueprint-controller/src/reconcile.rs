@@ -20,9 +20,10 @@ use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, Patch, PatchParams},
     runtime::{
+        WatchStreamExt,
         controller::Action,
-        reflector::{ObjectRef, Store},
-        watcher,
+        reflector::{self, ObjectRef, Store, reflector},
+        watcher::{self, watcher},
     },
 };
 use serde_json::json;
@@ -35,13 +36,16 @@ use windlass_api::{
     subscription::CrdDeletionPolicy,
 };
 use windlass_catalog_store::CatalogStore;
-use windlass_kit::{Applier, Identities, Metrics, Notice, Scope, Shell, TrustGate, runner, status};
+use windlass_kit::{
+    Applier, Identities, Metrics, Notice, OwnWrites, Scope, Shell, TrustGate, runner, status,
+};
 use windlass_revisions::SealKey;
 
 use crate::{
     Error, apply,
     build::Owner,
     content,
+    csv_cache::{self, CsvWrites},
     memo::{Applied, Memo},
     observe,
     plan::{self, Action as Step, ContentRequest, Decision, Facts, Input, Need},
@@ -63,6 +67,24 @@ pub struct Context {
     pub trust: Arc<TrustGate>,
     /// What this process last applied for each Blueprint.
     pub memo: Memo,
+    /// This controller's last status and bookkeeping writes, until the cache shows them.
+    pub own_writes: OwnWrites,
+    /// The CSVs Blueprints own, trimmed ([`csv_cache::trim`]).
+    pub csvs: Store<ClusterServiceVersion>,
+    /// The Blueprints whose CSVs this controller wrote since the cache last matched a list.
+    pub csv_writes: CsvWrites,
+}
+
+impl Context {
+    fn sources(&self) -> observe::Sources<'_> {
+        observe::Sources {
+            client: &self.shell.client,
+            seal_key: &self.seal_key,
+            blueprints: &self.blueprints,
+            csvs: &self.csvs,
+            csv_writes: &self.csv_writes,
+        }
+    }
 }
 
 /// How the controller checks what it uses before applying it.
@@ -88,6 +110,14 @@ pub async fn run(
     let csvs = scope.api::<ClusterServiceVersion>(&client);
     let controller = runner::controller_for(blueprints.clone(), watcher::Config::default());
     let cache = controller.store();
+    // In place of `.owns(csvs)`: the same watch wakes a CSV's Blueprint and fills the cache
+    // its reconciles read the CSVs from.
+    let (csv_cache, csv_writer) = reflector::store::<ClusterServiceVersion>();
+    let csv_changes = reflector(
+        csv_writer,
+        watcher(csvs, watcher::Config::default().labels(labels::BLUEPRINT)).modify(csv_cache::trim),
+    )
+    .touched_objects();
     let dependents = cache.clone();
     let seen_as_dependency: Mutex<HashMap<ObjectRef<Blueprint>, AsDependency>> = Mutex::default();
     // New catalog content can unblock a revision waiting for its bundle; a Blueprint past that
@@ -107,9 +137,12 @@ pub async fn run(
         identities,
         trust,
         memo: Memo::default(),
+        own_writes: OwnWrites::default(),
+        csvs: csv_cache,
+        csv_writes: CsvWrites::default(),
     });
     let results = controller
-        .owns(csvs, watcher::Config::default().labels(labels::BLUEPRINT))
+        .owns_stream(csv_changes)
         // A Blueprint that settles may be what others wait for; they read only its
         // `AsDependency`, so only a change of that wakes them.
         .watches(blueprints, watcher::Config::default(), move |changed| {
@@ -198,31 +231,41 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
     let namespace = blueprint.namespace().unwrap_or_default();
     let name = blueprint.name_any();
     let api = Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &namespace);
-    // The plan decides from the newest state: the watch cache may not show our last write yet.
-    let fresh = api.get_opt(&name).await.map_err(|source| Error::Read {
-        what: format!("Blueprint {namespace}/{name}"),
-        source,
-    })?;
+    // The plan decides from the newest state: while the watch cache does not show this
+    // controller's last write yet, the Blueprint is read from the API server. Anyone else's
+    // change the cache missed fails the guarded writes below (409) and is decided again.
+    let fresh = if ctx.own_writes.shown_in(blueprint.as_ref()) {
+        Some(blueprint.clone())
+    } else {
+        api.get_opt(&name)
+            .await
+            .map_err(|source| Error::Read {
+                what: format!("Blueprint {namespace}/{name}"),
+                source,
+            })?
+            .map(Arc::new)
+    };
     let Some(fresh) = fresh else {
+        let uid = blueprint.uid().unwrap_or_default();
+        ctx.own_writes.forget(&uid);
+        ctx.csv_writes.forget(&uid);
         return Ok(Action::await_change());
     };
     let ctx = &*ctx;
     runner::with_finalizer(
         &api,
         finalizers::BLUEPRINT_CLEANUP,
-        Arc::new(fresh),
+        fresh,
         |blueprint| async move {
-            let observed = observe::observe(
-                &ctx.shell.client,
-                &ctx.seal_key,
-                &ctx.blueprints,
-                &blueprint,
-            )
-            .await?;
+            let observed = observe::observe(&ctx.sources(), &blueprint).await?;
             execute(&blueprint, ctx, &observed, Recall::Allowed).await
         },
         |blueprint| async move {
-            ctx.memo.forget(&blueprint.uid().unwrap_or_default());
+            let uid = blueprint.uid().unwrap_or_default();
+            // Going away: nothing more is remembered of it.
+            ctx.memo.forget(&uid);
+            ctx.csv_writes.forget(&uid);
+            ctx.own_writes.forget(&uid);
             cleanup(&blueprint, ctx).await
         },
     )
@@ -391,6 +434,7 @@ async fn execute(
             installer: &installer,
             seal_key: &ctx.seal_key,
         };
+        ctx.csv_writes.writing(&uid);
         let applied = apply::apply_revision(
             &writers,
             blueprint,
@@ -453,21 +497,23 @@ async fn execute(
             "metadata": {"resourceVersion": written.resource_version()},
             "spec": bookkeeping,
         });
-        Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace)
-            .patch(
-                &name,
-                &PatchParams {
-                    field_manager: Some(FIELD_MANAGER.into()),
-                    ..PatchParams::default()
-                },
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map_err(|source| Error::Bookkeeping {
-                name: name.clone(),
-                revision: bookkeeping.revision,
-                source,
-            })?;
+        let recorded =
+            Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace)
+                .patch(
+                    &name,
+                    &PatchParams {
+                        field_manager: Some(FIELD_MANAGER.into()),
+                        ..PatchParams::default()
+                    },
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .map_err(|source| Error::Bookkeeping {
+                    name: name.clone(),
+                    revision: bookkeeping.revision,
+                    source,
+                })?;
+        ctx.own_writes.wrote(&recorded);
         info!(revision = bookkeeping.revision, "revision recorded");
     }
     prune_revisions(ctx, blueprint, &decision.prune_revisions).await?;
@@ -512,6 +558,7 @@ async fn write_status(
         name: blueprint.name_any(),
         source,
     })?;
+    ctx.own_writes.wrote(&written);
     for notice in &decision.notes {
         ctx.shell
             .events
@@ -549,8 +596,7 @@ async fn prune_revisions(
 /// The finalizer: cluster-scoped objects go (CRDs only when asked); namespaced ones follow the
 /// Blueprint through their ownerReferences; custom resources always stay.
 async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
-    let observed =
-        observe::observe(&ctx.shell.client, &ctx.seal_key, &ctx.blueprints, blueprint).await?;
+    let observed = observe::observe(&ctx.sources(), blueprint).await?;
     let delete_crds = blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete;
     let removed = apply::cleanup(
         &ctx.applier,

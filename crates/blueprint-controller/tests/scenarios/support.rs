@@ -152,6 +152,10 @@ impl Harness {
             identities: Identities::new(config, client.clone()),
             trust: Arc::new(TrustGate::new(client, "windlass-system")),
             memo: Default::default(),
+            own_writes: Default::default(),
+            // No watch runs here: once its CSVs are written, a Blueprint's are listed.
+            csvs: reflector::store().0,
+            csv_writes: Default::default(),
         };
         Harness {
             api,
