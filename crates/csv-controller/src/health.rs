@@ -66,6 +66,13 @@ pub fn deployment_health(deployment: &Deployment, pods: &[Pod]) -> Health {
     ))
 }
 
+/// Whether the pods of `deployment` could change its health: not when its own status shows it
+/// rolled out and Available, which is how a settled operator is seen on every later reconcile,
+/// so those reconciles need not list its pods.
+pub fn pods_can_tell_more(deployment: &Deployment) -> bool {
+    deployment_health(deployment, &[]) != Health::Healthy
+}
+
 /// A short description of what is wrong with a pod, if anything is known to be.
 pub fn pod_problem(pod: &Pod) -> Option<String> {
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -181,6 +188,27 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("/windlass-broken"), "{message}");
+    }
+
+    #[test]
+    fn pods_are_read_only_while_the_deployment_itself_is_not_healthy() {
+        let available = deployment(
+            json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True"}]}),
+        );
+        assert!(!pods_can_tell_more(&available));
+        // What skipping the read leaves out: a pod cannot make an Available Deployment unhealthy.
+        assert_eq!(
+            deployment_health(&available, &[crash_looping_pod()]),
+            Health::Healthy
+        );
+        let unavailable = deployment(
+            json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0,
+            "conditions": [{"type": "Available", "status": "False"}]}),
+        );
+        assert!(pods_can_tell_more(&unavailable));
+        let not_observed = deployment(json!({"observedGeneration": 1}));
+        assert!(pods_can_tell_more(&not_observed));
     }
 
     #[test]

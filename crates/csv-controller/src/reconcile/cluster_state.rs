@@ -174,7 +174,7 @@ pub(super) async fn observe_health(
                     .join(",")
             })
             .unwrap_or_default();
-        let matching = if selector.is_empty() {
+        let matching = if selector.is_empty() || !health::pods_can_tell_more(&deployment) {
             Vec::new()
         } else {
             pods.list(&ListParams::default().labels(&selector))
