@@ -55,12 +55,13 @@ fn decide(phase: CsvPhase, reason: &'static str, message: impl Into<String>) -> 
 }
 
 /// Whether the reconciler should apply the install strategy in this phase: not while
-/// requirements are unmet, and never once a successor has taken the Deployments over.
+/// requirements are unmet, and never once a successor has taken the Deployments over. The pass
+/// that finds the requirements met (and reports InstallReady) applies already, so the
+/// Deployments roll out while that phase is recorded rather than one watch round-trip later.
 pub fn should_apply(inputs: &Inputs<'_>) -> bool {
     inputs.successor.is_none()
         && inputs.requirements_unmet.is_none()
         && inputs.invalid_strategy.is_none()
-        && !matches!(inputs.current, None | Some(CsvPhase::Pending))
 }
 
 pub fn next(inputs: &Inputs<'_>) -> Decision {

@@ -22,11 +22,18 @@ fn inputs(current: Option<CsvPhase>, health: Option<Health>) -> Inputs<'static> 
 
 #[test]
 fn a_new_csv_with_its_requirements_met_goes_install_ready_then_installing() {
-    let d = next(&inputs(None, None));
+    let i = inputs(None, None);
+    let d = next(&i);
     assert_eq!(
         (d.phase, d.reason),
         (CsvPhase::InstallReady, reason::ALL_REQUIREMENTS_MET)
     );
+    // Applied in the same pass, so the rollout does not wait for InstallReady to be seen.
+    assert!(should_apply(&i));
+    let mut pending = inputs(Some(CsvPhase::Pending), None);
+    assert!(should_apply(&pending));
+    pending.requirements_unmet = Some("required CRD x does not exist".into());
+    assert!(!should_apply(&pending));
     let d = next(&inputs(
         Some(CsvPhase::InstallReady),
         Some(Health::Progressing("0 of 1".into())),
