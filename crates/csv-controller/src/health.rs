@@ -26,29 +26,15 @@ const BROKEN_WAITING_REASONS: [&str; 7] = [
 
 /// The health of one Deployment given the pods its selector matches.
 pub fn deployment_health(deployment: &Deployment, pods: &[Pod]) -> Health {
-    let name = deployment.metadata.name.as_deref().unwrap_or_default();
-    let Some(status) = &deployment.status else {
-        return Health::Progressing(format!("deployment {name} has no status yet"));
-    };
-    let generation = deployment.metadata.generation.unwrap_or_default();
-    if status.observed_generation.unwrap_or_default() < generation {
-        return Health::Progressing(format!(
-            "deployment {name}: waiting for the rollout of generation {generation} to start"
-        ));
+    if let Some(settled) = health_by_status(deployment) {
+        return settled;
     }
+    let name = deployment.metadata.name.as_deref().unwrap_or_default();
+    let no_status = Default::default();
+    let status = deployment.status.as_ref().unwrap_or(&no_status);
     let wanted = deployment.spec.replicas.unwrap_or(1);
     let updated = status.updated_replicas.unwrap_or_default();
     let available = status.available_replicas.unwrap_or_default();
-    let total = status.replicas.unwrap_or_default();
-    let available_condition = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_.as_deref() == Some("Available"))
-        .is_some_and(|c| c.status.as_deref() == Some("True"));
-    if updated >= wanted && available >= wanted && total == updated && available_condition {
-        return Health::Healthy;
-    }
     if let Some(problem) = pods.iter().find_map(pod_problem) {
         return Health::Unhealthy(format!("deployment {name}: {problem}"));
     }
@@ -66,11 +52,41 @@ pub fn deployment_health(deployment: &Deployment, pods: &[Pod]) -> Health {
     ))
 }
 
-/// Whether the pods of `deployment` could change its health: not when its own status shows it
-/// rolled out and Available, which is how a settled operator is seen on every later reconcile,
-/// so those reconciles need not list its pods.
+/// The health a Deployment's own status decides, its pods aside: still waiting for the rollout
+/// of its generation to start, or rolled out and Available. `None` while it rolls out: then its
+/// pods and its progress deadline tell whether something is wrong.
+fn health_by_status(deployment: &Deployment) -> Option<Health> {
+    let name = deployment.metadata.name.as_deref().unwrap_or_default();
+    let Some(status) = &deployment.status else {
+        return Some(Health::Progressing(format!(
+            "deployment {name} has no status yet"
+        )));
+    };
+    let generation = deployment.metadata.generation.unwrap_or_default();
+    if status.observed_generation.unwrap_or_default() < generation {
+        return Some(Health::Progressing(format!(
+            "deployment {name}: waiting for the rollout of generation {generation} to start"
+        )));
+    }
+    let wanted = deployment.spec.replicas.unwrap_or(1);
+    let updated = status.updated_replicas.unwrap_or_default();
+    let available = status.available_replicas.unwrap_or_default();
+    let total = status.replicas.unwrap_or_default();
+    let available_condition = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_.as_deref() == Some("Available"))
+        .is_some_and(|c| c.status.as_deref() == Some("True"));
+    (updated >= wanted && available >= wanted && total == updated && available_condition)
+        .then_some(Health::Healthy)
+}
+
+/// Whether the pods of `deployment` could change its health: not when its own status decides
+/// it (a rollout not started yet, as right after an apply, or rolled out and Available, as a
+/// settled operator is seen on every later reconcile), so those reconciles need not list them.
 pub fn pods_can_tell_more(deployment: &Deployment) -> bool {
-    deployment_health(deployment, &[]) != Health::Healthy
+    health_by_status(deployment).is_none()
 }
 
 /// A short description of what is wrong with a pod, if anything is known to be.
@@ -207,8 +223,13 @@ mod tests {
             "conditions": [{"type": "Available", "status": "False"}]}),
         );
         assert!(pods_can_tell_more(&unavailable));
+        // Before its rollout started, a Deployment's pods are not of its generation yet.
         let not_observed = deployment(json!({"observedGeneration": 1}));
-        assert!(pods_can_tell_more(&not_observed));
+        assert!(!pods_can_tell_more(&not_observed));
+        assert_eq!(
+            deployment_health(&not_observed, &[crash_looping_pod()]),
+            deployment_health(&not_observed, &[])
+        );
     }
 
     #[test]
