@@ -53,9 +53,11 @@ pub fn deployment_health(deployment: &Deployment, pods: &[Pod]) -> Health {
 }
 
 /// The health a Deployment's own status decides, its pods aside: still waiting for the rollout
-/// of its generation to start, or rolled out and Available. `None` while it rolls out: then its
-/// pods and its progress deadline tell whether something is wrong.
-fn health_by_status(deployment: &Deployment) -> Option<Health> {
+/// of its generation to start (as right after an apply: its pods are not of that generation
+/// yet), or rolled out and Available (as a settled operator is seen on every later reconcile:
+/// no pod can change that). `None` while it rolls out: then its pods and its progress deadline
+/// tell whether something is wrong, and only then are they worth reading.
+pub fn health_by_status(deployment: &Deployment) -> Option<Health> {
     let name = deployment.metadata.name.as_deref().unwrap_or_default();
     let Some(status) = &deployment.status else {
         return Some(Health::Progressing(format!(
@@ -80,13 +82,6 @@ fn health_by_status(deployment: &Deployment) -> Option<Health> {
         .is_some_and(|c| c.status.as_deref() == Some("True"));
     (updated >= wanted && available >= wanted && total == updated && available_condition)
         .then_some(Health::Healthy)
-}
-
-/// Whether the pods of `deployment` could change its health: not when its own status decides
-/// it (a rollout not started yet, as right after an apply, or rolled out and Available, as a
-/// settled operator is seen on every later reconcile), so those reconciles need not list them.
-pub fn pods_can_tell_more(deployment: &Deployment) -> bool {
-    health_by_status(deployment).is_none()
 }
 
 /// A short description of what is wrong with a pod, if anything is known to be.
@@ -207,12 +202,12 @@ mod tests {
     }
 
     #[test]
-    fn pods_are_read_only_while_the_deployment_itself_is_not_healthy() {
+    fn pods_matter_only_while_the_deployment_rolls_out() {
         let available = deployment(
             json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
             "conditions": [{"type": "Available", "status": "True"}]}),
         );
-        assert!(!pods_can_tell_more(&available));
+        assert_eq!(health_by_status(&available), Some(Health::Healthy));
         // What skipping the read leaves out: a pod cannot make an Available Deployment unhealthy.
         assert_eq!(
             deployment_health(&available, &[crash_looping_pod()]),
@@ -222,10 +217,13 @@ mod tests {
             json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0,
             "conditions": [{"type": "Available", "status": "False"}]}),
         );
-        assert!(pods_can_tell_more(&unavailable));
+        assert_eq!(health_by_status(&unavailable), None);
         // Before its rollout started, a Deployment's pods are not of its generation yet.
         let not_observed = deployment(json!({"observedGeneration": 1}));
-        assert!(!pods_can_tell_more(&not_observed));
+        assert!(matches!(
+            health_by_status(&not_observed),
+            Some(Health::Progressing(_))
+        ));
         assert_eq!(
             deployment_health(&not_observed, &[crash_looping_pod()]),
             deployment_health(&not_observed, &[])

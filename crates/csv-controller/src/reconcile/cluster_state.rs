@@ -161,6 +161,10 @@ pub(super) async fn observe_health(
             )));
             continue;
         };
+        if let Some(settled) = health::health_by_status(&deployment) {
+            healths.push(settled);
+            continue;
+        }
         let selector = deployment
             .spec
             .selector
@@ -174,7 +178,7 @@ pub(super) async fn observe_health(
                     .join(",")
             })
             .unwrap_or_default();
-        let matching = if selector.is_empty() || !health::pods_can_tell_more(&deployment) {
+        let matching = if selector.is_empty() {
             Vec::new()
         } else {
             pods.list(&ListParams::default().labels(&selector))
