@@ -33,7 +33,7 @@ use windlass_trust::{Artifact, ArtifactClass};
 
 use crate::{
     Error, build, names,
-    observe::Observed,
+    observe::{Observed, Sources},
     permit::{self, Placement},
     plan::{ContentRequest, CrdPolicy, Refusal, Source, Validation},
     revision::{self, RevisionContent, RevisionError},
@@ -66,7 +66,7 @@ pub struct CrdReview {
 /// revision Secrets.
 pub async fn validate(
     applier: &Applier,
-    key: &SealKey,
+    sources: &Sources<'_>,
     store: &CatalogStore,
     trust: &TrustGate,
     blueprint: &Blueprint,
@@ -82,7 +82,7 @@ pub async fn validate(
     }
     let client = applier.client();
     let current = observed.current.as_ref();
-    let content = match dereference(client, key, store, trust, blueprint, request, current).await? {
+    let content = match dereference(sources, store, trust, blueprint, request, current).await? {
         Ok(content) => content,
         Err(Unusable::Untrusted(message)) => {
             let refusal = Refusal {
@@ -105,7 +105,15 @@ pub async fn validate(
         Ok(converted) => converted,
         Err(e) => return Ok((Validation::Invalid(e.to_string()), None)),
     };
-    let placement = match permit::check(applier, blueprint, &content, &converted.objects).await? {
+    let placement = match permit::check(
+        applier,
+        sources.policy_lists,
+        blueprint,
+        &content,
+        &converted.objects,
+    )
+    .await?
+    {
         Ok(placement) => placement,
         Err(refusal) => return Ok((Validation::Refused(refusal), None)),
     };
@@ -231,14 +239,14 @@ enum Unusable {
 
 /// The content of the requested revision, stored in its Secret, or why it cannot be used.
 async fn dereference(
-    client: &Client,
-    key: &SealKey,
+    sources: &Sources<'_>,
     store: &CatalogStore,
     trust: &TrustGate,
     blueprint: &Blueprint,
     request: &ContentRequest,
     current: Option<&RevisionContent>,
 ) -> Result<Result<RevisionContent, Unusable>, Error> {
+    let (client, key) = (sources.client, sources.seal_key);
     // The Secret wins when it holds this revision; one holding something else (a number
     // reused after a crash, a hand edit) is written over from the source.
     if let Some(content) = current.filter(|c| {
@@ -288,7 +296,10 @@ async fn dereference(
     content.revision = request.revision;
     content.created_by = Some(controllers::BLUEPRINT.to_string());
     match store_revision(client, key, blueprint, &content).await {
-        Ok(()) => Ok(Ok(content)),
+        Ok(written) => {
+            sources.revision_lists.wrote(&written);
+            Ok(Ok(content))
+        }
         // Retrying cannot make it fit: say so on the Blueprint instead of backing off quietly.
         Err(Error::Revision {
             source: source @ RevisionError::TooLarge { .. },
@@ -368,13 +379,14 @@ async fn fetch(
     Err(last)
 }
 
-/// Writes a revision Secret (server-side apply: idempotent when a crash repeats it).
+/// Writes a revision Secret (server-side apply: idempotent when a crash repeats it); the
+/// Secret as written.
 pub async fn store_revision(
     client: &Client,
     key: &SealKey,
     blueprint: &Blueprint,
     content: &RevisionContent,
-) -> Result<(), Error> {
+) -> Result<Secret, Error> {
     let name = blueprint.name_any();
     let mut secret = revision::to_secret(content, blueprint).map_err(|source| Error::Revision {
         blueprint: name.clone(),
@@ -407,7 +419,6 @@ pub async fn store_revision(
             &Patch::Apply(&secret),
         )
         .await
-        .map(|_| ())
         .map_err(|source| Error::Store {
             secret: secret_name,
             source,

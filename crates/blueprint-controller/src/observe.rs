@@ -8,6 +8,7 @@ use kube::{
 };
 use windlass_api::names::{annotations, labels};
 use windlass_api::{Blueprint, ClusterServiceVersion, blueprint::BlueprintPhase};
+use windlass_kit::ListFloor;
 use windlass_revisions::{SealError, SealKey};
 
 use crate::{
@@ -68,6 +69,10 @@ pub struct Sources<'a> {
     pub blueprints: &'a Store<Blueprint>,
     pub csvs: &'a Store<ClusterServiceVersion>,
     pub csv_writes: &'a CsvWrites,
+    /// Revision Secrets are listed not older than this controller's last write of one.
+    pub revision_lists: &'a ListFloor,
+    /// InstallPolicies are listed not older than the last list of them.
+    pub policy_lists: &'a ListFloor,
 }
 
 pub async fn observe(sources: &Sources<'_>, blueprint: &Blueprint) -> Result<Observed, Error> {
@@ -77,12 +82,18 @@ pub async fn observe(sources: &Sources<'_>, blueprint: &Blueprint) -> Result<Obs
         blueprints,
         csvs: csv_cache,
         csv_writes,
+        revision_lists,
+        policy_lists: _,
     } = *sources;
     let namespace = blueprint.namespace().unwrap_or_default();
     let name = blueprint.name_any();
     let uid = blueprint.uid().unwrap_or_default();
-    let secrets = Api::<Secret>::namespaced(client.clone(), &namespace)
-        .list(&ListParams::default().labels(&names::revision_selector(&name)))
+    let secrets = Api::<Secret>::namespaced(client.clone(), &namespace);
+    let secrets = revision_lists
+        .list(
+            &secrets,
+            &ListParams::default().labels(&names::revision_selector(&name)),
+        )
         .await
         .map_err(|source| Error::Read {
             what: format!("revision Secrets of {namespace}/{name}"),

@@ -15,7 +15,7 @@ use windlass_api::{
     subscription::CrdDeletionPolicy,
 };
 use windlass_bundle::Manifest;
-use windlass_kit::Applier;
+use windlass_kit::{Applier, ListFloor};
 use windlass_tenancy::{
     BundleShape, InstallRequest, NamespaceFacts, Permit, modes, needs, policy::selects,
 };
@@ -38,6 +38,7 @@ pub struct Placement {
 /// The install of `content` in the Blueprint's namespace, placed, or why it is refused.
 pub async fn check(
     applier: &Applier,
+    policy_lists: &ListFloor,
     blueprint: &Blueprint,
     content: &RevisionContent,
     objects: &[Manifest],
@@ -53,13 +54,15 @@ pub async fn check(
         })?
         .map(|ns| ns.labels().clone())
         .unwrap_or_default();
-    let policies = Api::<InstallPolicy>::all(client.clone())
-        .list(&ListParams::default())
+    let policies = Api::<InstallPolicy>::all(client.clone());
+    let read = |source| Error::Read {
+        what: "InstallPolicies".into(),
+        source,
+    };
+    let cached = policy_lists
+        .list(&policies, &ListParams::default())
         .await
-        .map_err(|source| Error::Read {
-            what: "InstallPolicies".into(),
-            source,
-        })?
+        .map_err(read)?
         .items;
     let csv = revision::csv_object(content).cloned().unwrap_or_default();
     let mut other_cluster_scoped = Vec::new();
@@ -91,17 +94,22 @@ pub async fn check(
         webhooks: non_empty(&csv, "/spec/webhookdefinitions"),
         other_cluster_scoped,
     };
-    Ok(decide(
-        &NamespaceFacts {
-            name: &namespace,
-            labels: &labels,
-        },
-        blueprint,
-        content,
-        &csv,
-        &shape,
-        &policies,
-    ))
+    let facts = NamespaceFacts {
+        name: &namespace,
+        labels: &labels,
+    };
+    let decision = decide(&facts, blueprint, content, &csv, &shape, &cached);
+    if decision.is_ok() {
+        return Ok(decision);
+    }
+    // The list came from the API server's cache, which may be a moment behind a policy an
+    // admin has just written: a refusal is confirmed against the cluster as it is now.
+    let current = policy_lists
+        .list_consistent(&policies, &ListParams::default())
+        .await
+        .map_err(read)?
+        .items;
+    Ok(decide(&facts, blueprint, content, &csv, &shape, &current))
 }
 
 fn non_empty(object: &Value, pointer: &str) -> bool {

@@ -37,7 +37,8 @@ use windlass_api::{
 };
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{
-    Applier, Identities, Metrics, Notice, OwnWrites, Scope, Shell, TrustGate, runner, status,
+    Applier, Identities, ListFloor, Metrics, Notice, OwnWrites, Scope, Shell, TrustGate, runner,
+    status,
 };
 use windlass_revisions::SealKey;
 
@@ -73,6 +74,10 @@ pub struct Context {
     pub csvs: Store<ClusterServiceVersion>,
     /// The Blueprints whose CSVs this controller wrote since the cache last matched a list.
     pub csv_writes: CsvWrites,
+    /// Revision Secrets and InstallPolicies are listed from the API server's cache, never older
+    /// than what this controller saw or wrote.
+    pub revision_lists: ListFloor,
+    pub policy_lists: ListFloor,
 }
 
 impl Context {
@@ -83,6 +88,8 @@ impl Context {
             blueprints: &self.blueprints,
             csvs: &self.csvs,
             csv_writes: &self.csv_writes,
+            revision_lists: &self.revision_lists,
+            policy_lists: &self.policy_lists,
         }
     }
 }
@@ -140,6 +147,8 @@ pub async fn run(
         own_writes: OwnWrites::default(),
         csvs: csv_cache,
         csv_writes: CsvWrites::default(),
+        revision_lists: ListFloor::default(),
+        policy_lists: ListFloor::default(),
     });
     let results = controller
         .owns_stream(csv_changes)
@@ -348,7 +357,7 @@ async fn execute(
                 // Boxed, as the preview below: each is large and runs once per revision.
                 let (validation, content) = Box::pin(content::validate(
                     &ctx.applier,
-                    &ctx.seal_key,
+                    &ctx.sources(),
                     &ctx.store,
                     &ctx.trust,
                     blueprint,

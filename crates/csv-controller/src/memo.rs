@@ -56,12 +56,19 @@ impl Memo {
         entries.insert(uid.to_string(), entry);
     }
 
-    /// Whether the last apply of this generation is recent enough to stand for a new one.
-    pub fn applied(&self, uid: &str, generation: Option<i64>, now: Instant) -> bool {
+    /// When the last apply of this generation is recent enough to stand for a new one: the
+    /// Deployments as it left them.
+    pub fn applied(
+        &self,
+        uid: &str,
+        generation: Option<i64>,
+        now: Instant,
+    ) -> Option<Vec<DeploymentMark>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .get(uid)
-            .is_some_and(|e| e.generation == generation && now.duration_since(e.at) < FRESH)
+            .filter(|e| e.generation == generation && now.duration_since(e.at) < FRESH)
+            .map(|e| e.deployments.clone())
     }
 
     /// The external objects of the last apply, when the Deployments are as it left them;
@@ -110,8 +117,9 @@ mod tests {
     fn a_deployment_progressing_after_the_apply_needs_no_new_apply() {
         let start = Instant::now();
         let memo = memo(start);
-        assert!(memo.applied("uid-1", Some(2), start + Duration::from_secs(5)));
         let seen = [("acme-db-operator".to_string(), Some(1))];
+        let left = memo.applied("uid-1", Some(2), start + Duration::from_secs(5));
+        assert_eq!(left.as_deref(), Some(&seen[..]));
         assert_eq!(memo.unchanged("uid-1", &seen), Some(external()));
     }
 
@@ -119,9 +127,9 @@ mod tests {
     fn another_generation_an_old_apply_or_another_csv_applies_again() {
         let start = Instant::now();
         let memo = memo(start);
-        assert!(!memo.applied("uid-1", Some(3), start));
-        assert!(!memo.applied("uid-1", Some(2), start + FRESH));
-        assert!(!memo.applied("uid-2", Some(2), start));
+        assert_eq!(memo.applied("uid-1", Some(3), start), None);
+        assert_eq!(memo.applied("uid-1", Some(2), start + FRESH), None);
+        assert_eq!(memo.applied("uid-2", Some(2), start), None);
     }
 
     #[test]
@@ -132,7 +140,8 @@ mod tests {
         ] {
             let memo = memo(Instant::now());
             assert_eq!(memo.unchanged("uid-1", &seen), None, "{seen:?}");
-            assert!(!memo.applied("uid-1", Some(2), Instant::now()), "forgotten");
+            let left = memo.applied("uid-1", Some(2), Instant::now());
+            assert_eq!(left, None, "forgotten");
         }
     }
 }

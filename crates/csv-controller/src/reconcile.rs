@@ -54,7 +54,7 @@ mod cluster_state;
 mod removal;
 mod trust;
 
-use cluster_state::{find_successor, observe, observe_health};
+use cluster_state::{Source, find_successor, observe, observe_health};
 use removal::{cleanup, prune};
 use trust::{refuse_untrusted, trusted, verify_seal};
 
@@ -114,6 +114,8 @@ pub struct Context {
     pub csvs: Store<ClusterServiceVersion>,
     /// Every CRD, without schemas: what requirements read.
     pub crds: Store<CustomResourceDefinition>,
+    /// The Deployments windlass manages, without pod templates: what health reads.
+    pub deployments: Store<Deployment>,
     /// What this process last applied for each CSV.
     pub memo: Memo,
 }
@@ -144,6 +146,18 @@ pub async fn run(
             .modify(cluster_state::trim_crd),
     )
     .touched_objects();
+    let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
+    let (deployment_cache, deployment_writer) = reflector::store::<Deployment>();
+    // Health is judged from this cache once it shows the generation an apply left; it is
+    // written before the change that wakes the CSV is passed on, so a reconcile woken by a
+    // Deployment never reads it older than that change.
+    let deployment_changes = reflector(
+        deployment_writer,
+        watcher(deployments, watcher::Config::default().labels(&managed))
+            .default_backoff()
+            .modify(cluster_state::trim_deployment),
+    )
+    .touched_objects();
     let naming = controller.store();
     let ctx = Arc::new(Context {
         applier: Applier::new(client.clone()),
@@ -153,11 +167,11 @@ pub async fn run(
         identities,
         csvs: controller.store(),
         crds,
+        deployments: deployment_cache,
         memo: Memo::default(),
     });
-    let managed = format!("{}={}", labels::MANAGED_BY, labels::MANAGED_BY_VALUE);
     let results = controller
-        .owns(deployments, watcher::Config::default().labels(&managed))
+        .owns_stream(deployment_changes)
         .watches_stream(crd_changes, move |crd: CustomResourceDefinition| {
             cluster_state::naming(&naming, &crd.name_any())
         })
@@ -275,11 +289,15 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     let mut external = Vec::new();
     let mut applied = false;
     if let (true, Ok(def)) = (phase::should_apply(&inputs), &definition)
-        && ctx
+        && let Some(expected) = ctx
             .memo
             .applied(&uid, csv.metadata.generation, Instant::now())
     {
-        let (health, deployments) = observe_health(client, &namespace, def).await?;
+        let source = Source::Cache {
+            store: &ctx.deployments,
+            expected: &expected,
+        };
+        let (health, deployments) = observe_health(client, source, &namespace, def).await?;
         if let Some(remembered) = ctx.memo.unchanged(&uid, &deployments) {
             external = remembered;
             inputs.health = Some(health);
@@ -348,7 +366,8 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                     }
                     external = objects.iter().filter(|o| !o.owned).map(reference).collect();
                     prune(&ctx.applier, csv, &objects).await?;
-                    let (health, deployments) = observe_health(client, &namespace, def).await?;
+                    let (health, deployments) =
+                        observe_health(client, Source::Server, &namespace, def).await?;
                     inputs.health = Some(health);
                     ctx.memo.record(
                         &uid,

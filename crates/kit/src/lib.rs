@@ -18,6 +18,8 @@
 //!   error policy and the finalizer wrapper;
 //! - [`freshness::OwnWrites`]: reading a controller's own writes from its watch cache, going
 //!   to the API server only while the cache has not shown the last one yet;
+//! - [`ListFloor`]: lists answered from the API server's watch cache at once, never older than
+//!   what this process saw or wrote;
 //! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`);
 //! - [`mirrors`]: the cluster's ImageMirrorSets as one set of rules, kept current by a watch;
 //! - [`trust`]: signature checks of images against the cluster's TrustPolicies, shared by every
@@ -28,6 +30,7 @@ pub mod compare;
 pub mod events;
 pub mod freshness;
 pub mod identity;
+pub mod list_floor;
 pub mod mirrors;
 pub mod runner;
 pub mod scope;
@@ -40,6 +43,7 @@ pub use apply::{Applied, Applier, ApplyError, ObjectKey};
 pub use events::{Events, Notice};
 pub use freshness::OwnWrites;
 pub use identity::Identities;
+pub use list_floor::ListFloor;
 pub use runner::{Metrics, ReconcileError, Stage};
 pub use scope::Scope;
 pub use trust::TrustGate;

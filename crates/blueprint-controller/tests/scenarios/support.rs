@@ -156,6 +156,8 @@ impl Harness {
             // No watch runs here: once its CSVs are written, a Blueprint's are listed.
             csvs: reflector::store().0,
             csv_writes: Default::default(),
+            revision_lists: Default::default(),
+            policy_lists: Default::default(),
         };
         Harness {
             api,

@@ -1,7 +1,7 @@
 //! Reads of the cluster the reconciler decides on: a successor CSV, the CRDs and APIs the
 //! requirements name, and the health of the strategy's deployments.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use k8s_openapi::{
     api::{apps::v1::Deployment, core::v1::Pod},
@@ -134,9 +134,41 @@ pub(super) async fn observe(
     })
 }
 
+/// What a Deployment's cached copy keeps: what health and ownership read (selector,
+/// replicas, generation, owner references, status). The pod template, most of a
+/// Deployment, is dropped.
+pub(super) fn trim_deployment(deployment: &mut Deployment) {
+    deployment.metadata.managed_fields = None;
+    deployment.metadata.annotations = None;
+    deployment.spec.template = Default::default();
+}
+
+/// Where Deployments are read from.
+pub(super) enum Source<'a> {
+    /// The API server: right after an apply, which the cache may not show yet.
+    Server,
+    /// The controller's Deployment cache, for the Deployments it shows at least at the
+    /// generation the last apply left them (`expected`); the API server for any other.
+    Cache {
+        store: &'a Store<Deployment>,
+        expected: &'a [DeploymentMark],
+    },
+}
+
+/// Whether a cached Deployment can stand for a read: it has seen the generation the last apply
+/// left (or a later one, which the memo then tells apart).
+fn cache_is_current(cached_generation: Option<i64>, expected: Option<i64>) -> bool {
+    match (cached_generation, expected) {
+        (Some(cached), Some(expected)) => cached >= expected,
+        (_, None) => true,
+        (None, Some(_)) => false,
+    }
+}
+
 /// The health of the strategy's Deployments, and the generation each was seen at.
 pub(super) async fn observe_health(
     client: &Client,
+    source: Source<'_>,
     namespace: &str,
     def: &OlmCsv,
 ) -> Result<(Health, Vec<DeploymentMark>), Error> {
@@ -149,7 +181,25 @@ pub(super) async fn observe_health(
             what: format!("deployment {}", spec.name),
             source,
         };
-        let found = deployments.get_opt(&spec.name).await.map_err(read)?;
+        let cached = match &source {
+            Source::Server => None,
+            Source::Cache { store, expected } => store
+                .get(&ObjectRef::new(&spec.name).within(namespace))
+                .filter(|cached| {
+                    let mark = expected.iter().find(|(name, _)| *name == spec.name);
+                    mark.is_some_and(|(_, generation)| {
+                        cache_is_current(cached.metadata.generation, *generation)
+                    })
+                }),
+        };
+        let found = match cached {
+            Some(cached) => Some(cached),
+            None => deployments
+                .get_opt(&spec.name)
+                .await
+                .map_err(read)?
+                .map(Arc::new),
+        };
         marks.push((
             spec.name.clone(),
             found.as_ref().and_then(|d| d.metadata.generation),
@@ -257,6 +307,54 @@ mod tests {
         assert!(!found.succeeded);
         assert!(find_successor(&csvs, "team-b", "db.v1").is_none());
         assert!(find_successor(&csvs, "team-a", "db.v2").is_none());
+    }
+
+    #[test]
+    fn a_cached_deployment_stands_for_a_read_once_it_shows_the_applied_generation() {
+        // The apply left generation 3: an older copy is not yet current, a later one shows an
+        // edit (the memo then applies again), a Deployment the apply never saw needs no wait.
+        assert!(!cache_is_current(Some(2), Some(3)));
+        assert!(cache_is_current(Some(3), Some(3)));
+        assert!(cache_is_current(Some(4), Some(3)));
+        assert!(!cache_is_current(None, Some(3)));
+        assert!(cache_is_current(Some(1), None));
+    }
+
+    #[test]
+    fn the_cached_deployment_keeps_what_health_reads_and_drops_the_pod_template() {
+        let mut deployment: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "acme-db-operator", "namespace": "team-a", "generation": 2,
+                "annotations": {"deployment.kubernetes.io/revision": "2"},
+                "ownerReferences": [{"apiVersion": "windlass.dev/v1alpha1",
+                    "kind": "ClusterServiceVersion", "name": "acme-db.v1", "uid": "u1",
+                    "controller": true}]},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "acme-db"}},
+                "template": {"metadata": {"labels": {"app": "acme-db"}},
+                    "spec": {"containers": [{"name": "operator", "image": "acme/db:1"}]}}},
+            "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2,
+                "availableReplicas": 2,
+                "conditions": [{"type": "Available", "status": "True"}]},
+        }))
+        .unwrap();
+        let health_before = health::health_by_status(&deployment);
+        trim_deployment(&mut deployment);
+        assert!(deployment.spec.template.spec.is_none());
+        assert!(deployment.metadata.annotations.is_none());
+        assert_eq!(
+            deployment.metadata.owner_references.as_ref().map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(
+            deployment
+                .spec
+                .selector
+                .match_labels
+                .as_ref()
+                .map(|l| l.len()),
+            Some(1)
+        );
+        assert_eq!(health::health_by_status(&deployment), health_before);
+        assert_eq!(health_before, Some(Health::Healthy));
     }
 
     #[test]
