@@ -73,18 +73,15 @@ impl ListFloor {
         K: Resource + Clone + DeserializeOwned + Debug,
     {
         let floored = self.params(params);
-        let listed = match api.list(&floored).await {
-            Err(kube::Error::Api(status))
-                if floored.resource_version.is_some() && matches!(status.code, 410 | 504) =>
-            {
-                api.list(params).await
-            }
-            other => other,
-        }?;
-        if let Some(version) = &listed.metadata.resource_version {
-            self.raise(version);
+        if floored.resource_version.is_none() {
+            return self.list_consistent(api, params).await;
         }
-        Ok(listed)
+        match api.list(&floored).await {
+            Err(kube::Error::Api(status)) if matches!(status.code, 410 | 504) => {
+                self.list_consistent(api, params).await
+            }
+            listed => Ok(self.took(listed?)),
+        }
     }
 
     /// Lists `api` consistently (the cluster as it is now), and takes the answer's version as
@@ -97,11 +94,15 @@ impl ListFloor {
     where
         K: Resource + Clone + DeserializeOwned + Debug,
     {
-        let listed = api.list(params).await?;
+        Ok(self.took(api.list(params).await?))
+    }
+
+    /// Takes the version `listed` was answered at as seen.
+    fn took<K: Clone>(&self, listed: ObjectList<K>) -> ObjectList<K> {
         if let Some(version) = &listed.metadata.resource_version {
             self.raise(version);
         }
-        Ok(listed)
+        listed
     }
 }
 
