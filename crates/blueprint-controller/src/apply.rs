@@ -283,7 +283,10 @@ pub async fn cleanup(
         if namespaced || custom.contains(applier, &resource).await? {
             continue;
         }
-        for object in applier.list(api_version, kind, None, &selector).await? {
+        for object in applier
+            .list_current(api_version, kind, None, &selector)
+            .await?
+        {
             let key = ObjectKey {
                 api_version: api_version.clone(),
                 kind: kind.clone(),

@@ -15,7 +15,7 @@ const CLUSTER_OPERATOR_API: &str = "config.openshift.io/v1";
 pub async fn not_upgradeable(ctx: &Context) -> Result<Vec<NotUpgradeable>, String> {
     let operators = match ctx
         .applier
-        .list(CLUSTER_OPERATOR_API, "ClusterOperator", None, "")
+        .list_current(CLUSTER_OPERATOR_API, "ClusterOperator", None, "")
         .await
     {
         Ok(operators) => operators,

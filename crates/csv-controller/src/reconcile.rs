@@ -34,8 +34,8 @@ use windlass_api::{
 };
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 use windlass_kit::{
-    Applier, ApplyError, Identities, Metrics, Notice, ObjectKey, ReconcileError, Scope, Shell,
-    Stage,
+    Applier, ApplyError, Identities, ListFloor, Metrics, Notice, ObjectKey, ReconcileError, Scope,
+    Shell, Stage,
     runner::{self, FromFinalizerError},
     status,
 };
@@ -118,6 +118,9 @@ pub struct Context {
     pub deployments: Store<Deployment>,
     /// What this process last applied for each CSV.
     pub memo: Memo,
+    /// The newest version of pods listed: a rollout's pods are read from the API server's
+    /// cache, a moment behind at most (the Deployment's own status settles its health).
+    pub pod_lists: ListFloor,
 }
 
 /// Runs the controller over `scope` until `shutdown` resolves.
@@ -169,6 +172,7 @@ pub async fn run(
         crds,
         deployments: deployment_cache,
         memo: Memo::default(),
+        pod_lists: ListFloor::default(),
     });
     let results = controller
         .owns_stream(deployment_changes)
@@ -297,7 +301,8 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             store: &ctx.deployments,
             expected: &expected,
         };
-        let (health, deployments) = observe_health(client, source, &namespace, def).await?;
+        let (health, deployments) =
+            observe_health(client, &ctx.pod_lists, source, &namespace, def).await?;
         if let Some(remembered) = ctx.memo.unchanged(&uid, &deployments) {
             external = remembered;
             inputs.health = Some(health);
@@ -367,7 +372,8 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                     external = objects.iter().filter(|o| !o.owned).map(reference).collect();
                     prune(&ctx.applier, csv, &objects).await?;
                     let (health, deployments) =
-                        observe_health(client, Source::Server, &namespace, def).await?;
+                        observe_health(client, &ctx.pod_lists, Source::Server, &namespace, def)
+                            .await?;
                     inputs.health = Some(health);
                     ctx.memo.record(
                         &uid,

@@ -12,9 +12,14 @@ use std::{collections::BTreeMap, future::Future, sync::Arc, time::Duration};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client, ResourceExt,
-    api::{DeleteParams, ListParams, Patch, PatchParams},
+    api::{DeleteParams, Patch, PatchParams},
     core::PartialObjectMeta,
-    runtime::{controller::Action, reflector::ObjectRef, watcher},
+    runtime::{
+        WatchStreamExt,
+        controller::Action,
+        reflector::{self, ObjectRef, Store, reflector},
+        watcher::{self, watcher},
+    },
 };
 use serde_json::json;
 use windlass_api::{
@@ -33,6 +38,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error("the controller's caches stopped (the manager is shutting down)")]
+    CacheGone,
     #[error("writing InstallScope {namespace}/{INSTALL_SCOPE_NAME}: {source}")]
     Write {
         namespace: String,
@@ -44,19 +51,28 @@ pub enum Error {
 impl ReconcileError for Error {
     fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } => Stage::Read,
+            Error::Read { .. } | Error::CacheGone => Stage::Read,
             Error::Write { .. } => Stage::Report,
         }
     }
 
     fn is_conflict(&self) -> bool {
-        let (Error::Read { source, .. } | Error::Write { source, .. }) = self;
-        matches!(source, kube::Error::Api(s) if s.code == 409)
+        match self {
+            Error::Read { source, .. } | Error::Write { source, .. } => {
+                matches!(source, kube::Error::Api(s) if s.code == 409)
+            }
+            Error::CacheGone => false,
+        }
     }
 }
 
 pub struct Context {
     pub shell: Shell,
+    /// Every InstallPolicy, as watched: a policy change is in it before it wakes a namespace.
+    pub policies: Store<InstallPolicy>,
+    /// Every Subscription's metadata, as watched: an arrival or departure is in it before it
+    /// wakes its namespace.
+    pub subscriptions: Store<PartialObjectMeta<Subscription>>,
 }
 
 /// Runs the controller over `scope` until `shutdown` resolves.
@@ -74,14 +90,31 @@ pub async fn run(
     let subscriptions = scope.api::<PartialObjectMeta<Subscription>>(&client);
     let views = scope.api::<InstallScope>(&client);
     let policies = Api::<InstallPolicy>::all(client.clone());
+    let (policy_cache, policy_writer) = reflector::store::<InstallPolicy>();
+    let policy_changes = reflector(
+        policy_writer,
+        watcher(policies, watcher::Config::default())
+            .default_backoff()
+            .modify(|policy| policy.metadata.managed_fields = None),
+    )
+    .touched_objects();
+    let (subscription_cache, subscription_writer) = reflector::store();
+    let subscription_events = reflector(
+        subscription_writer,
+        watcher(subscriptions, watcher::Config::default())
+            .default_backoff()
+            .modify(triggers::without_managed_fields),
+    );
     let ctx = Arc::new(Context {
         shell: Shell::new(client, scope, controllers::INSTALL_SCOPE, metrics),
+        policies: policy_cache,
+        subscriptions: subscription_cache,
     });
     let controller = runner::controller_for(namespaces, config);
     let known = controller.store();
     let results = controller
         // Any policy may select any namespace (labels, names): recompute every view.
-        .watches(policies, watcher::Config::default(), move |_policy| {
+        .watches_stream(policy_changes, move |_policy| {
             known
                 .state()
                 .iter()
@@ -91,7 +124,7 @@ pub async fn run(
         // Whether a namespace has Subscriptions is what the view reads of them: their status
         // writes (many per install) wake nothing.
         .watches_stream(
-            triggers::arrivals_and_departures(subscriptions, watcher::Config::default()),
+            triggers::arrivals_and_departures(subscription_events),
             |sub: PartialObjectMeta<Subscription>| sub.namespace().map(|ns| ObjectRef::new(&ns)),
         )
         .watches(views, watcher::Config::default(), |view: InstallScope| {
@@ -120,28 +153,30 @@ pub async fn reconcile(namespace: Arc<Namespace>, ctx: Arc<Context>) -> Result<A
         return Ok(Action::await_change());
     }
     let client = &ctx.shell.client;
-    let policies = Api::<InstallPolicy>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| Error::Read {
-            what: "InstallPolicies".into(),
-            source,
-        })?
-        .items;
+    // Until both caches hold a complete list, a view computed from them could take away what
+    // a policy grants.
+    for ready in [
+        ctx.policies.wait_until_ready().await,
+        ctx.subscriptions.wait_until_ready().await,
+    ] {
+        ready.map_err(|_| Error::CacheGone)?;
+    }
+    let policies: Vec<InstallPolicy> = ctx
+        .policies
+        .state()
+        .iter()
+        .map(|policy| (**policy).clone())
+        .collect();
     let empty = BTreeMap::new();
     let facts = NamespaceFacts {
         name: &name,
         labels: namespace.metadata.labels.as_ref().unwrap_or(&empty),
     };
-    let subscribed = !Api::<Subscription>::namespaced(client.clone(), &name)
-        .list_metadata(&ListParams::default().limit(1))
-        .await
-        .map_err(|source| Error::Read {
-            what: format!("Subscriptions in {name}"),
-            source,
-        })?
-        .items
-        .is_empty();
+    let subscribed = ctx
+        .subscriptions
+        .state()
+        .iter()
+        .any(|subscription| subscription.namespace().as_deref() == Some(name.as_str()));
     let views = Api::<InstallScope>::namespaced(client.clone(), &name);
     let live = views
         .get_opt(INSTALL_SCOPE_NAME)

@@ -16,7 +16,7 @@ use kube::{
 use serde_json::Value;
 use windlass_api::FIELD_MANAGER;
 
-use crate::compare::up_to_date;
+use crate::{ListFloor, compare::up_to_date};
 
 /// One object: `(apiVersion, kind, namespace, name)`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -137,13 +137,16 @@ impl ApplyError {
 }
 
 type Resources = HashMap<(String, String), (ApiResource, bool)>;
+type Floors = HashMap<(String, String), Arc<ListFloor>>;
 
 /// Applies, reads, lists and deletes objects of any kind. Kinds are resolved through discovery
-/// once and remembered; clones (and [`Applier::with_client`]) share what was learnt.
+/// once and remembered; clones (and [`Applier::with_client`]) share what was learnt, and the
+/// newest version of each kind they wrote or listed (see [`Applier::list`]).
 #[derive(Clone)]
 pub struct Applier {
     client: Client,
     resources: Arc<Mutex<Resources>>,
+    floors: Arc<Mutex<Floors>>,
 }
 
 impl Applier {
@@ -151,6 +154,7 @@ impl Applier {
         Applier {
             client,
             resources: Arc::default(),
+            floors: Arc::default(),
         }
     }
 
@@ -160,6 +164,7 @@ impl Applier {
         Applier {
             client,
             resources: self.resources.clone(),
+            floors: self.floors.clone(),
         }
     }
 
@@ -187,6 +192,15 @@ impl Applier {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Resources> {
         self.resources.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn floor(&self, api_version: &str, kind: &str) -> Arc<ListFloor> {
+        self.floors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((api_version.to_string(), kind.to_string()))
+            .or_default()
+            .clone()
     }
 
     async fn api_for(&self, key: &ObjectKey) -> Result<(Api<DynamicObject>, bool), ApplyError> {
@@ -261,6 +275,9 @@ impl Applier {
                 key: key.clone(),
                 source,
             })?;
+        if !dry_run {
+            self.floor(&key.api_version, &key.kind).wrote(&written);
+        }
         Ok(serde_json::to_value(written).unwrap_or_default())
     }
 
@@ -278,13 +295,41 @@ impl Applier {
     }
 
     /// Objects of a kind carrying `selector`, in `namespace` (every namespace when `None`, and
-    /// always for cluster-scoped kinds).
+    /// always for cluster-scoped kinds), from the API server's cache and never older than what
+    /// this applier last wrote or listed of that kind: every write it made shows, others' a
+    /// moment later. For a pass that is repeated (pruning), where a moment behind costs nothing.
     pub async fn list(
         &self,
         api_version: &str,
         kind: &str,
         namespace: Option<&str>,
         selector: &str,
+    ) -> Result<Vec<DynamicObject>, ApplyError> {
+        self.list_objects(api_version, kind, namespace, selector, Freshness::Floored)
+            .await
+    }
+
+    /// As [`Applier::list`], but the cluster as it is now: for a decision made once (removing
+    /// what an uninstall leaves, a precondition), which must not miss a write of another
+    /// process.
+    pub async fn list_current(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<DynamicObject>, ApplyError> {
+        self.list_objects(api_version, kind, namespace, selector, Freshness::Current)
+            .await
+    }
+
+    async fn list_objects(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        selector: &str,
+        freshness: Freshness,
     ) -> Result<Vec<DynamicObject>, ApplyError> {
         let fail = |source| ApplyError::List {
             api_version: api_version.to_string(),
@@ -297,11 +342,20 @@ impl Applier {
             (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &resource),
             _ => Api::all_with(self.client.clone(), &resource),
         };
-        api.list(&ListParams::default().labels(selector))
-            .await
-            .map(|list| list.items)
-            .map_err(fail)
+        let floor = self.floor(api_version, kind);
+        let params = ListParams::default().labels(selector);
+        let listed = match freshness {
+            Freshness::Floored => floor.list(&api, &params).await,
+            Freshness::Current => floor.list_consistent(&api, &params).await,
+        };
+        listed.map(|list| list.items).map_err(fail)
     }
+}
+
+#[derive(Clone, Copy)]
+enum Freshness {
+    Floored,
+    Current,
 }
 
 #[cfg(test)]

@@ -9,14 +9,10 @@ use std::{
 
 use futures::{Stream, StreamExt, stream};
 use kube::{
-    Api, Resource,
+    Resource,
     core::PartialObjectMeta,
-    runtime::{
-        WatchStreamExt,
-        watcher::{self, Event, watcher},
-    },
+    runtime::watcher::{self, Event},
 };
-use serde::de::DeserializeOwned;
 
 /// A hash of what a reconcile reads of its own object besides the status: generation (the
 /// spec), labels, annotations, owners, finalizers and the deletion mark. A predicate for
@@ -110,25 +106,28 @@ impl<K: Resource + Clone> Membership<K> {
     }
 }
 
-/// The objects of `api` (metadata only) as they appear and go, each once: later changes to
-/// an object are left out. For a controller that depends on whether objects exist, not on
-/// what they say.
-pub fn arrivals_and_departures<K>(
-    api: Api<PartialObjectMeta<K>>,
-    config: watcher::Config,
-) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send
+/// The objects of a watch as they appear and go, each once: later changes to an object are
+/// left out. For a controller that depends on whether objects exist, not on what they say;
+/// given a reflector's events, its store holds each object before its arrival is passed on.
+pub fn arrivals_and_departures<K, S>(
+    events: S,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Clone,
+    K: Resource + Clone + Send + 'static,
+    S: Stream<Item = Result<Event<K>, watcher::Error>> + Send,
 {
-    let mut membership = Membership::<PartialObjectMeta<K>>::default();
-    watcher(api, config)
-        .modify(|object: &mut PartialObjectMeta<K>| object.metadata.managed_fields = None)
+    let mut membership = Membership::<K>::default();
+    events
         .map(move |event| match event {
             Ok(event) => membership.on(event).into_iter().map(Ok).collect(),
             Err(error) => vec![Err(error)],
         })
         .flat_map(stream::iter)
+}
+
+/// Drops what a controller reading only metadata never needs to hold.
+pub fn without_managed_fields<K>(object: &mut PartialObjectMeta<K>) {
+    object.metadata.managed_fields = None;
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use kube::{
 };
 use windlass_api::{ClusterServiceVersion, CsvPhase};
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
+use windlass_kit::ListFloor;
 
 use super::Error;
 use crate::{
@@ -168,6 +169,7 @@ fn cache_is_current(cached_generation: Option<i64>, expected: Option<i64>) -> bo
 /// The health of the strategy's Deployments, and the generation each was seen at.
 pub(super) async fn observe_health(
     client: &Client,
+    pod_lists: &ListFloor,
     source: Source<'_>,
     namespace: &str,
     def: &OlmCsv,
@@ -231,7 +233,8 @@ pub(super) async fn observe_health(
         let matching = if selector.is_empty() {
             Vec::new()
         } else {
-            pods.list(&ListParams::default().labels(&selector))
+            pod_lists
+                .list(&pods, &ListParams::default().labels(&selector))
                 .await
                 .map_err(|source| Error::Read {
                     what: format!("pods of deployment {}", spec.name),

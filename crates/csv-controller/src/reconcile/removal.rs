@@ -44,7 +44,7 @@ async fn created_by(
     let mut found = Vec::new();
     for (api_version, kind) in EXTERNAL_KINDS {
         let objects = applier
-            .list(api_version, kind, None, &selector)
+            .list_current(api_version, kind, None, &selector)
             .await
             .map_err(|source| Error::Cleanup {
                 what: format!("{kind}s labelled {selector}"),
