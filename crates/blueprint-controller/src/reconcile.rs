@@ -115,7 +115,14 @@ pub async fn run(
     let Checks { seal_key, trust } = checks;
     let blueprints = scope.api::<Blueprint>(&client);
     let csvs = scope.api::<ClusterServiceVersion>(&client);
-    let controller = runner::controller_for(blueprints.clone(), watcher::Config::default());
+    // One watch for the Blueprints and the dependents their changes wake: a dependent's
+    // reconcile reads its dependencies from the cache, which must already hold the change.
+    let runner::SharedController {
+        controller,
+        mut subscribers,
+        watch,
+    } = runner::shared_controller_for(blueprints, watcher::Config::default(), 1);
+    let dependency_changes = subscribers.pop().expect("one subscriber was asked for");
     let cache = controller.store();
     // In place of `.owns(csvs)`: the same watch wakes a CSV's Blueprint and fills the cache
     // its reconciles read the CSVs from.
@@ -154,9 +161,9 @@ pub async fn run(
         .owns_stream(csv_changes)
         // A Blueprint that settles may be what others wait for; they read only its
         // `AsDependency`, so only a change of that wakes them.
-        .watches(blueprints, watcher::Config::default(), move |changed| {
+        .watches_shared_stream(dependency_changes, move |changed| {
             let view = AsDependency::of(&changed);
-            let key = ObjectRef::from_obj(&changed);
+            let key = ObjectRef::from_obj(changed.as_ref());
             let mut seen = seen_as_dependency.lock().unwrap_or_else(|e| e.into_inner());
             if seen.get(&key) == Some(&view) {
                 return Vec::new();
@@ -183,7 +190,7 @@ pub async fn run(
             runner::error_policy,
             ctx,
         );
-    runner::drain(results).await;
+    runner::drain_with(watch, results).await;
 }
 
 /// The Blueprints a catalog change may unblock: those not past loading their bundle yet.

@@ -139,7 +139,14 @@ pub async fn run(
         .and_then(|info| requirements::parse_kube_version(&info.git_version));
     let csvs = scope.api::<ClusterServiceVersion>(&client);
     let deployments = scope.api::<Deployment>(&client);
-    let controller = runner::controller_for(csvs.clone(), watcher::Config::default());
+    // One watch for the CSVs and the predecessors their changes wake: a predecessor's
+    // reconcile reads its successor from the cache, which must already hold the change.
+    let runner::SharedController {
+        controller,
+        mut subscribers,
+        watch,
+    } = runner::shared_controller_for(csvs, watcher::Config::default(), 1);
+    let successor_changes = subscribers.pop().expect("one subscriber was asked for");
     let (crds, crd_writer) = reflector::store::<CustomResourceDefinition>();
     // Requirements are read from this cache, and a CRD's change (Established, say) wakes the
     // CSVs naming it, instead of each reconcile reading every CRD it names.
@@ -180,17 +187,13 @@ pub async fn run(
             cluster_state::naming(&naming, &crd.name_any())
         })
         // A successor's progress decides the fate of the CSV it supersedes.
-        .watches(
-            csvs,
-            watcher::Config::default(),
-            |csv: ClusterServiceVersion| {
-                let namespace = csv.namespace()?;
-                csv.spec
-                    .supersedes
-                    .as_ref()
-                    .map(|old| ObjectRef::new(old).within(&namespace))
-            },
-        )
+        .watches_shared_stream(successor_changes, |csv| {
+            let namespace = csv.namespace()?;
+            csv.spec
+                .supersedes
+                .as_ref()
+                .map(|old| ObjectRef::new(old).within(&namespace))
+        })
         .graceful_shutdown_on(shutdown)
         .run(
             |csv, ctx: Arc<Context>| async move {
@@ -204,7 +207,7 @@ pub async fn run(
             runner::error_policy,
             ctx,
         );
-    runner::drain(results).await;
+    runner::drain_with(watch, results).await;
 }
 
 pub async fn reconcile(

@@ -305,7 +305,7 @@ impl Applier {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<DynamicObject>, ApplyError> {
-        self.list_objects(api_version, kind, namespace, selector, Freshness::Floored)
+        self.list_with(api_version, kind, namespace, selector, Freshness::Cached)
             .await
     }
 
@@ -319,11 +319,12 @@ impl Applier {
         namespace: Option<&str>,
         selector: &str,
     ) -> Result<Vec<DynamicObject>, ApplyError> {
-        self.list_objects(api_version, kind, namespace, selector, Freshness::Current)
+        self.list_with(api_version, kind, namespace, selector, Freshness::Current)
             .await
     }
 
-    async fn list_objects(
+    /// [`Applier::list`] or [`Applier::list_current`], as `freshness` says.
+    pub async fn list_with(
         &self,
         api_version: &str,
         kind: &str,
@@ -345,16 +346,19 @@ impl Applier {
         let floor = self.floor(api_version, kind);
         let params = ListParams::default().labels(selector);
         let listed = match freshness {
-            Freshness::Floored => floor.list(&api, &params).await,
+            Freshness::Cached => floor.list(&api, &params).await,
             Freshness::Current => floor.list_consistent(&api, &params).await,
         };
         listed.map(|list| list.items).map_err(fail)
     }
 }
 
-#[derive(Clone, Copy)]
-enum Freshness {
-    Floored,
+/// How fresh a list must be (see [`Applier::list`] and [`Applier::list_current`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Freshness {
+    /// From the API server's cache, never older than what this applier wrote or listed.
+    Cached,
+    /// The cluster as it is now.
     Current,
 }
 

@@ -39,7 +39,7 @@ pub mod status;
 pub mod triggers;
 pub mod trust;
 
-pub use apply::{Applied, Applier, ApplyError, ObjectKey};
+pub use apply::{Applied, Applier, ApplyError, Freshness, ObjectKey};
 pub use events::{Events, Notice};
 pub use freshness::OwnWrites;
 pub use identity::Identities;

@@ -3,7 +3,7 @@
 
 use std::{fmt, future::Future, sync::Arc, time::Duration, time::Instant};
 
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use kube::{
     Api, Resource, ResourceExt,
     runtime::{
@@ -26,6 +26,61 @@ pub const RECONCILE_CONCURRENCY: u16 = 8;
 /// The runtime settings every controller starts with.
 pub fn controller_config() -> controller::Config {
     controller::Config::default().concurrency(RECONCILE_CONCURRENCY)
+}
+
+/// How many changes a shared watch holds for a subscriber that has not taken them yet; beyond
+/// that the watch waits for it.
+const SHARED_WATCH_BUFFER: usize = 1024;
+
+/// A controller whose own watch also feeds other triggers of it.
+pub struct SharedController<K: Resource + Clone + fmt::Debug + 'static>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    pub controller: Controller<K>,
+    /// Each yields every changed object once the controller's cache holds that change, for
+    /// `watches_shared_stream`: a reconcile it wakes reads the change from the cache. (A
+    /// second watch of the same kind sees a change at its own moment, possibly before the
+    /// cache does, and a reconcile woken by it may decide from the state before.)
+    pub subscribers: Vec<reflector::ReflectHandle<K>>,
+    /// The watch feeding the cache and the subscribers: runs until dropped (see [`drain_with`]).
+    pub watch: futures::future::BoxFuture<'static, ()>,
+}
+
+/// [`controller_for`] whose watch also feeds `subscribers` other triggers.
+pub fn shared_controller_for<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    subscribers: usize,
+) -> SharedController<K>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash + fmt::Debug + Unpin + Send + Sync,
+{
+    let (reader, writer) = reflector::store_shared(SHARED_WATCH_BUFFER);
+    let own = writer
+        .subscribe()
+        .expect("a shared store can be subscribed to");
+    let subscribers = (0..subscribers)
+        .map(|_| {
+            writer
+                .subscribe()
+                .expect("a shared store can be subscribed to")
+        })
+        .collect();
+    let watch = trimmed_watch(api, config)
+        .reflect_shared(writer)
+        .for_each(|event| async move {
+            if let Err(error) = event {
+                warn!(%error, "watch failed; retrying");
+            }
+        })
+        .boxed();
+    SharedController {
+        controller: Controller::for_shared_stream(own, reader).with_config(controller_config()),
+        subscribers,
+        watch,
+    }
 }
 
 /// A controller over `api` whose cache keeps each object without its `managedFields`: for a
@@ -71,7 +126,11 @@ where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Default + Clone,
 {
-    watcher(api, config).modify(|object: &mut K| object.meta_mut().managed_fields = None)
+    // Backing off after a failed list or watch keeps an API server outage from becoming a
+    // busy loop of retries.
+    watcher(api, config)
+        .default_backoff()
+        .modify(|object: &mut K| object.meta_mut().managed_fields = None)
 }
 
 /// The stages every reconcile goes through, in order. Errors say which stage failed, and the
@@ -178,6 +237,18 @@ where
 
 /// Drives a controller's result stream to its end (the controller's shutdown), logging
 /// failures the error policy has not already told about.
+/// [`drain`] while `watch` (a [`SharedController`]'s) runs; it stops with the controller.
+pub async fn drain_with<S, T, E>(watch: futures::future::BoxFuture<'static, ()>, results: S)
+where
+    S: Stream<Item = Result<T, E>>,
+    E: fmt::Display,
+{
+    futures::pin_mut!(results);
+    let drained = drain(results);
+    futures::pin_mut!(drained);
+    futures::future::select(watch, drained).await;
+}
+
 pub async fn drain<S, T, E>(results: S)
 where
     S: Stream<Item = Result<T, E>>,

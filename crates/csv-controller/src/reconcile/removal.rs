@@ -3,7 +3,7 @@
 
 use kube::{ResourceExt, runtime::controller::Action};
 use windlass_api::{ClusterServiceVersion, names::labels};
-use windlass_kit::{Applier, Notice, ObjectKey};
+use windlass_kit::{Applier, Freshness, Notice, ObjectKey};
 
 use super::{Context, Error};
 use crate::{desired::DesiredObject, names};
@@ -35,16 +35,19 @@ fn selector_labels(csv: &ClusterServiceVersion) -> String {
     )
 }
 
-/// Every external object this CSV created.
+/// Every external object this CSV created: as the cluster is now for removing them all; from
+/// the API server's cache, which shows every object this controller wrote, for pruning
+/// (repeated on every apply).
 async fn created_by(
     applier: &Applier,
     csv: &ClusterServiceVersion,
+    freshness: Freshness,
 ) -> Result<Vec<ObjectKey>, Error> {
     let selector = selector_labels(csv);
     let mut found = Vec::new();
     for (api_version, kind) in EXTERNAL_KINDS {
         let objects = applier
-            .list_current(api_version, kind, None, &selector)
+            .list_with(api_version, kind, None, &selector, freshness)
             .await
             .map_err(|source| Error::Cleanup {
                 what: format!("{kind}s labelled {selector}"),
@@ -77,7 +80,7 @@ pub(super) async fn prune(
     csv: &ClusterServiceVersion,
     desired: &[DesiredObject],
 ) -> Result<(), Error> {
-    for key in created_by(applier, csv).await? {
+    for key in created_by(applier, csv, Freshness::Cached).await? {
         let wanted = desired.iter().any(|d| {
             d.kind() == key.kind
                 && d.name() == key.name
@@ -91,7 +94,7 @@ pub(super) async fn prune(
 }
 
 pub(super) async fn cleanup(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, Error> {
-    for key in created_by(&ctx.applier, csv).await? {
+    for key in created_by(&ctx.applier, csv, Freshness::Current).await? {
         remove(&ctx.applier, &key).await?;
     }
     let notice = Notice::normal("Deleted", "removed the objects this CSV created");
