@@ -104,10 +104,16 @@ KC
 kubeconfig "$KUBECONFIG_PATH" "$PKI/admin.crt" "$PKI/admin.key"
 
 log "starting kube-controller-manager and kube-scheduler"
+# The controller-manager's own API rate limit, upstream's by default (20 per second, burst 30).
+# Every Deployment costs its controllers a few requests, so at a thousand Deployments that limit
+# decides how fast they become Available; the scale benchmark raises it, as large control
+# planes do.
+KCM_QPS=${WINDLASS_KCM_QPS:-20}
 launch kube-controller-manager "$K8S_BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG_PATH" \
   --leader-elect=false --bind-address 127.0.0.1 --secure-port "$KCM_PORT" \
   --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
-  --use-service-account-credentials=false --controllers '*' --v=1
+  --use-service-account-credentials=false --controllers '*' \
+  --kube-api-qps "$KCM_QPS" --kube-api-burst "$(( KCM_QPS * 3 / 2 ))" --v=1
 launch kube-scheduler "$K8S_BIN/kube-scheduler" --kubeconfig "$KUBECONFIG_PATH" \
   --leader-elect=false --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --v=1
 

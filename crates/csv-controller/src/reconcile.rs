@@ -34,8 +34,8 @@ use windlass_api::{
 };
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 use windlass_kit::{
-    Applier, ApplyError, Identities, ListFloor, Metrics, Notice, ObjectKey, ReconcileError, Scope,
-    Shell, Stage,
+    Applier, ApplyError, Identities, ListFloor, Metrics, Notice, ObjectKey, OwnWrites,
+    ReconcileError, Scope, Shell, Stage,
     runner::{self, FromFinalizerError},
     status,
 };
@@ -121,6 +121,8 @@ pub struct Context {
     /// The newest version of pods listed: a rollout's pods are read from the API server's
     /// cache, a moment behind at most (the Deployment's own status settles its health).
     pub pod_lists: ListFloor,
+    /// This controller's last status write of each CSV, until the cache shows it.
+    pub own_writes: OwnWrites,
 }
 
 /// Runs the controller over `scope` until `shutdown` resolves.
@@ -180,6 +182,7 @@ pub async fn run(
         deployments: deployment_cache,
         memo: Memo::default(),
         pod_lists: ListFloor::default(),
+        own_writes: OwnWrites::default(),
     });
     let results = controller
         .owns_stream(deployment_changes)
@@ -214,6 +217,12 @@ pub async fn reconcile(
     csv: Arc<ClusterServiceVersion>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
+    // The status this controller last wrote is on its way back through the watch, and wakes
+    // the CSV again once the cache holds it: decided now, from the state before it, the same
+    // status would be written a second time.
+    if !ctx.own_writes.shown_in(csv.as_ref()) {
+        return Ok(Action::await_change());
+    }
     let namespace = csv.namespace().unwrap_or_default();
     let api = Api::<ClusterServiceVersion>::namespaced(ctx.shell.client.clone(), &namespace);
     let ctx = &*ctx;
@@ -447,12 +456,13 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             now,
         );
     if new_status != status {
-        status::apply_status(&csv_api(client, csv), &name, &new_status, None)
+        let written = status::apply_status(&csv_api(client, csv), &name, &new_status, None)
             .await
             .map_err(|source| Error::Status {
                 name: name.clone(),
                 source,
             })?;
+        ctx.own_writes.wrote(&written);
     }
     if conversions_new {
         let note = format!(

@@ -207,6 +207,16 @@ fn installed_condition(blueprint: Option<&Blueprint>) -> (ConditionStatus, &'sta
     let installed = last_completed(Some(&status));
     let newest = |outcome: RevisionOutcome| status.history.iter().find(|r| r.outcome == outcome);
     let step = status.plan.iter().find(|s| s.status != "Done").map(|s| {
+        // That step's message follows each phase of the ClusterServiceVersion as it installs;
+        // repeating it here would write this status again at every one of them.
+        if s.name == windlass_api::names::steps::CLUSTER_SERVICE_VERSION && s.status == "InProgress"
+        {
+            return format!(
+                "{}: InProgress {target} (Blueprint {} shows its progress)",
+                s.name,
+                blueprint.name_any()
+            );
+        }
         format!("{}: {} {}", s.name, s.status, s.message)
             .trim()
             .to_string()

@@ -415,6 +415,44 @@ fn the_installed_condition_says_why_not() {
     }
 }
 
+/// The ClusterServiceVersion step's message follows the CSV through each of its phases; the
+/// Subscription's status stays put meanwhile, so those phases cost it no writes.
+#[test]
+fn a_csv_installing_changes_nothing_on_the_subscription_until_it_is_done() {
+    let installing = |message: &str| {
+        let mut bp = blueprint(V111, Some(BlueprintPhase::Installing), vec![]);
+        bp.status.as_mut().unwrap().plan = vec![
+            PlanStep {
+                name: "CRDs".into(),
+                status: "Done".into(),
+                message: String::new(),
+            },
+            PlanStep {
+                name: "ClusterServiceVersion".into(),
+                status: "InProgress".into(),
+                message: message.into(),
+            },
+        ];
+        let resolution = resolved(V111);
+        next_status(
+            &SubscriptionStatus::default(),
+            &observe(Some(&bp), None, &resolution),
+            at(1),
+        )
+    };
+    let requirements = installing("acme-db.v1.1.1: Pending: owned CRD is not Established");
+    let rolling_out = installing("acme-db.v1.1.1: Installing: 0 of 1 replicas available");
+    assert_eq!(requirements, rolling_out);
+    let installed = condition(&requirements, conditions::INSTALLED);
+    assert_eq!(
+        (installed.reason.as_str(), installed.message.as_str()),
+        (
+            "Installing",
+            "ClusterServiceVersion: InProgress acme-db.v1.1.1 (Blueprint db shows its progress)"
+        )
+    );
+}
+
 #[test]
 fn events_mark_transitions_only() {
     let resolution = resolved(V111);

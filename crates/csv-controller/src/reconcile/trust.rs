@@ -96,12 +96,14 @@ pub(super) async fn refuse_untrusted(
         now,
     );
     if new_status != *status {
-        status::apply_status(&csv_api(&ctx.shell.client, csv), &name, &new_status, None)
-            .await
-            .map_err(|source| Error::Status {
-                name: name.clone(),
-                source,
-            })?;
+        let written =
+            status::apply_status(&csv_api(&ctx.shell.client, csv), &name, &new_status, None)
+                .await
+                .map_err(|source| Error::Status {
+                    name: name.clone(),
+                    source,
+                })?;
+        ctx.own_writes.wrote(&written);
     }
     if changed {
         ctx.shell
