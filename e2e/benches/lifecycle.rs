@@ -8,10 +8,12 @@
 //!   RSS, and its writes over 15 idle minutes afterwards (longer than the 10-minute resync, so
 //!   a resync that writes shows). `lifecycle scale NAMESPACES IDLE_SECONDS` runs a smaller one.
 //!
-//! `make bench-e2e` raises kube-controller-manager's API rate limit to 150 requests a second
-//! (`WINDLASS_KCM_QPS`) for this bench, as large control planes do: at upstream's 20, its
-//! Deployment and ReplicaSet controllers need about four minutes to make a thousand
-//! Deployments Available whoever creates them, and that, not windlass, would be measured.
+//! `make bench-e2e` runs the three on separate control planes, and raises
+//! kube-controller-manager's API rate limit to 150 requests a second (`WINDLASS_KCM_QPS`) for
+//! the thousand Subscriptions, as large control planes do: at upstream's 20, its Deployment and
+//! ReplicaSet controllers need about four minutes to make a thousand Deployments Available
+//! whoever creates them, and that, not windlass, would be measured. The install comparison
+//! keeps upstream's limit.
 
 use std::{
     path::Path,
