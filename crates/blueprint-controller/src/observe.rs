@@ -1,5 +1,7 @@
 //! Gathering what the plan looks at: the revision Secrets, the CSVs, the dependencies.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -69,6 +71,8 @@ pub struct Sources<'a> {
     pub blueprints: &'a Store<Blueprint>,
     pub csvs: &'a Store<ClusterServiceVersion>,
     pub csv_writes: &'a CsvWrites,
+    /// CSVs are listed not older than this controller's last write of one.
+    pub csv_lists: Arc<ListFloor>,
     /// Revision Secrets are listed not older than this controller's last write of one.
     pub revision_lists: &'a ListFloor,
     /// InstallPolicies are listed not older than the last list of them.
@@ -82,6 +86,7 @@ pub async fn observe(sources: &Sources<'_>, blueprint: &Blueprint) -> Result<Obs
         blueprints,
         csvs: csv_cache,
         csv_writes,
+        ref csv_lists,
         revision_lists,
         policy_lists: _,
     } = *sources;
@@ -145,18 +150,20 @@ pub async fn observe(sources: &Sources<'_>, blueprint: &Blueprint) -> Result<Obs
 
     let cached = csv_cache::owned(csv_cache, &namespace, &uid);
     let csvs = if csv_writes.must_list(&uid) {
-        let listed: Vec<ClusterServiceVersion> =
-            Api::<ClusterServiceVersion>::namespaced(client.clone(), &namespace)
-                .list(&ListParams::default().labels(&names::selector(&name, &namespace)))
-                .await
-                .map_err(|source| Error::Read {
-                    what: format!("ClusterServiceVersions of {namespace}/{name}"),
-                    source,
-                })?
-                .items
-                .into_iter()
-                .filter(|c| owned_by(&c.metadata, &uid))
-                .collect();
+        let listed: Vec<ClusterServiceVersion> = csv_lists
+            .list(
+                &Api::<ClusterServiceVersion>::namespaced(client.clone(), &namespace),
+                &ListParams::default().labels(&names::selector(&name, &namespace)),
+            )
+            .await
+            .map_err(|source| Error::Read {
+                what: format!("ClusterServiceVersions of {namespace}/{name}"),
+                source,
+            })?
+            .items
+            .into_iter()
+            .filter(|c| owned_by(&c.metadata, &uid))
+            .collect();
         csv_writes.listed(&uid, &listed, &cached);
         listed
     } else {

@@ -88,6 +88,10 @@ impl Context {
             blueprints: &self.blueprints,
             csvs: &self.csvs,
             csv_writes: &self.csv_writes,
+            csv_lists: self.applier.floor(
+                &ClusterServiceVersion::api_version(&()),
+                &ClusterServiceVersion::kind(&()),
+            ),
             revision_lists: &self.revision_lists,
             policy_lists: &self.policy_lists,
         }

@@ -194,7 +194,9 @@ impl Applier {
         self.resources.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn floor(&self, api_version: &str, kind: &str) -> Arc<ListFloor> {
+    /// The newest version of `apiVersion`/`kind` this applier (and its clones) wrote, deleted
+    /// or listed: for a typed list of that kind that must show those writes.
+    pub fn floor(&self, api_version: &str, kind: &str) -> Arc<ListFloor> {
         self.floors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -285,7 +287,13 @@ impl Applier {
     pub async fn delete(&self, key: &ObjectKey) -> Result<bool, ApplyError> {
         let (api, _) = self.api_for(key).await?;
         match api.delete(&key.name, &DeleteParams::background()).await {
-            Ok(_) => Ok(true),
+            Ok(deleted) => {
+                // An object kept by its finalizers comes back marked; lists must show the mark.
+                if let Some(marked) = deleted.left() {
+                    self.floor(&key.api_version, &key.kind).wrote(&marked);
+                }
+                Ok(true)
+            }
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
             Err(source) => Err(ApplyError::Delete {
                 key: key.clone(),
