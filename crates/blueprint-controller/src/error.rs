@@ -63,12 +63,14 @@ pub enum Error {
     /// The plan kept asking for facts; a bug, reported rather than looped on.
     #[error("the plan for Blueprint {name} did not settle: {message}")]
     Plan { name: String, message: String },
+    #[error(transparent)]
+    NotSynced(#[from] windlass_kit::synced::NotSynced),
 }
 
 impl ReconcileError for Error {
     fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } | Error::Revision { .. } => Stage::Read,
+            Error::Read { .. } | Error::Revision { .. } | Error::NotSynced(_) => Stage::Read,
             Error::Plan { .. } => Stage::Decide,
             Error::Build { .. } => Stage::Build,
             Error::Store { .. }

@@ -38,7 +38,7 @@ use windlass_api::{
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{
     Applier, Identities, ListFloor, Metrics, Notice, OwnWrites, Scope, Shell, TrustGate, runner,
-    status,
+    status, synced::synced,
 };
 use windlass_revisions::SealKey;
 
@@ -271,6 +271,9 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
         ctx.csv_writes.forget(&uid);
         return Ok(Action::await_change());
     };
+    // Before the caches listed, a CSV or a dependency not listed yet would look missing.
+    synced(&ctx.csvs, "ClusterServiceVersion").await?;
+    synced(&ctx.blueprints, "Blueprint").await?;
     let ctx = &*ctx;
     runner::with_finalizer(
         &api,

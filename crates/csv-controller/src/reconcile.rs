@@ -38,6 +38,7 @@ use windlass_kit::{
     ReconcileError, Scope, Shell, Stage,
     runner::{self, FromFinalizerError},
     status,
+    synced::{NotSynced, synced},
 };
 use windlass_revisions::SealKey;
 
@@ -72,12 +73,14 @@ pub enum Error {
     Certificate(#[from] certs::CertError),
     #[error("finalizer of {object}: {message}")]
     Finalizer { object: String, message: String },
+    #[error(transparent)]
+    NotSynced(#[from] NotSynced),
 }
 
 impl ReconcileError for Error {
     fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } => Stage::Read,
+            Error::Read { .. } | Error::NotSynced(_) => Stage::Read,
             Error::Apply(_) => Stage::Apply,
             Error::Certificate(_) => Stage::Build,
             Error::Status { .. } => Stage::Report,
@@ -266,7 +269,10 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         return refuse_untrusted(csv, ctx, &status, &error, now).await;
     }
 
-    // Dereference: the OLM definition, a successor, the cluster's APIs.
+    // Dereference: the OLM definition, a successor, the cluster's APIs. Before the caches
+    // listed, a successor or a Deployment not listed yet would look missing.
+    synced(&ctx.csvs, "ClusterServiceVersion").await?;
+    synced(&ctx.deployments, "Deployment").await?;
     let definition = OlmCsv::from_value(&csv.spec.definition);
     let successor = find_successor(&ctx.csvs, &namespace, &name);
     let (observed, invalid) = match &definition {

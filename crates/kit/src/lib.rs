@@ -20,6 +20,7 @@
 //!   to the API server only while the cache has not shown the last one yet;
 //! - [`ListFloor`]: lists answered from the API server's watch cache at once, never older than
 //!   what this process saw or wrote;
+//! - [`synced`]: waiting for a watch cache's first complete list before deciding from it;
 //! - [`seal_key`]: the manager's sealing key for stored revisions (`windlass_revisions`);
 //! - [`mirrors`]: the cluster's ImageMirrorSets as one set of rules, kept current by a watch;
 //! - [`trust`]: signature checks of images against the cluster's TrustPolicies, shared by every
@@ -36,6 +37,7 @@ pub mod runner;
 pub mod scope;
 pub mod seal_key;
 pub mod status;
+pub mod synced;
 pub mod triggers;
 pub mod trust;
 

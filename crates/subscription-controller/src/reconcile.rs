@@ -35,7 +35,9 @@ use windlass_api::{
 };
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{
-    Metrics, Notice, OwnWrites, ReconcileError, Scope, Shell, Stage, runner, status, triggers,
+    Metrics, Notice, OwnWrites, ReconcileError, Scope, Shell, Stage, runner, status,
+    synced::{NotSynced, synced},
+    triggers,
 };
 
 use crate::{
@@ -62,12 +64,14 @@ pub enum Error {
     },
     #[error("writing the status of Subscription {name}: {source}")]
     Status { name: String, source: kube::Error },
+    #[error(transparent)]
+    NotSynced(#[from] NotSynced),
 }
 
 impl ReconcileError for Error {
     fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } => Stage::Read,
+            Error::Read { .. } | Error::NotSynced(_) => Stage::Read,
             Error::Apply { .. } | Error::Resume { .. } | Error::Dependency { .. } => Stage::Apply,
             Error::Status { .. } => Stage::Report,
         }
@@ -75,6 +79,7 @@ impl ReconcileError for Error {
 
     fn is_conflict(&self) -> bool {
         let source = match self {
+            Error::NotSynced(_) => return false,
             Error::Read { source, .. }
             | Error::Apply { source, .. }
             | Error::Resume { source, .. }
@@ -208,6 +213,9 @@ struct NamespaceView {
 pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Action, Error> {
     let namespace = sub.namespace().unwrap_or_default();
     let name = sub.name_any();
+    // Before both caches listed, a missing Blueprint would look uninstalled.
+    synced(&ctx.subscriptions, "Subscription").await?;
+    synced(&ctx.blueprints, "Blueprint").await?;
     let seen = read_namespace(&ctx, &sub).await?;
     let Some(sub) = seen.subscriptions.iter().find(|s| s.name_any() == name) else {
         ctx.own_writes.forget(&sub.uid().unwrap_or_default());

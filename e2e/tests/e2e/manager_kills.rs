@@ -228,15 +228,31 @@ async fn killing_the_manager_at_random_moments_always_converges() {
         status.history
     );
 
+    // RolledBack is reported once 1.1.0 Succeeded; the CSV it replaced is then removed by the
+    // CSV controller (Deleting, its objects, its finalizer): the end state follows shortly.
     let list = ListParams::default();
-    let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name)
-        .list(&list)
-        .await
-        .unwrap();
-    assert_eq!(
-        csvs.items.iter().map(|c| c.name_any()).collect::<Vec<_>>(),
-        ["acme-db.v1.1.0"]
-    );
+    let csvs = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
+    windlass_testkit::wait_for(
+        "only acme-db.v1.1.0 left",
+        Duration::from_secs(60),
+        || async {
+            let listed = csvs.list(&list).await.map_err(|e| e.to_string())?;
+            let names: Vec<_> = listed.items.iter().map(|c| c.name_any()).collect();
+            if names == ["acme-db.v1.1.0"] {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{:?}",
+                    listed
+                        .items
+                        .iter()
+                        .map(|c| (c.name_any(), c.status.as_ref().map(|s| s.phase)))
+                        .collect::<Vec<_>>()
+                ))
+            }
+        },
+    )
+    .await;
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns.name)
         .list(&list)
         .await
@@ -337,6 +353,7 @@ async fn killing_the_manager_at_random_moments_always_converges() {
     let expected: BTreeSet<String> = unique.iter().map(|r| format!("db.r{r}")).collect();
     assert_eq!(
         stored, expected,
-        "one revision Secret per recorded revision, no strays"
+        "one revision Secret per recorded revision, no strays; history: {:?}",
+        status.history
     );
 }

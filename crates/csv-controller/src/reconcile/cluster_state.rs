@@ -1,7 +1,7 @@
 //! Reads of the cluster the reconciler decides on: a successor CSV, the CRDs and APIs the
 //! requirements name, and the health of the strategy's deployments.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc};
 
 use k8s_openapi::{
     api::{apps::v1::Deployment, core::v1::Pod},
@@ -14,7 +14,7 @@ use kube::{
 };
 use windlass_api::{ClusterServiceVersion, CsvPhase};
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
-use windlass_kit::ListFloor;
+use windlass_kit::{ListFloor, synced::synced};
 
 use super::Error;
 use crate::{
@@ -73,16 +73,13 @@ pub(super) fn naming(
         .collect()
 }
 
-/// How long a reconcile waits for the CRD cache's first list before reading it anyway.
-const CACHE_READY: Duration = Duration::from_secs(30);
-
 pub(super) async fn observe(
     client: &Client,
     cache: &Store<CustomResourceDefinition>,
     def: &OlmCsv,
     server_version: Option<semver::Version>,
 ) -> Result<Observed, Error> {
-    let _ = tokio::time::timeout(CACHE_READY, cache.wait_until_ready()).await;
+    synced(cache, "CustomResourceDefinition").await?;
     let mut crds = BTreeMap::new();
     for crd in def.owned_crds().iter().chain(def.required_crds()) {
         if let Some(found) = cache.get(&ObjectRef::new(&crd.name)) {
