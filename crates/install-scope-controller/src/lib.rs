@@ -27,7 +27,11 @@ use windlass_api::{
     names::{controllers, labels},
     scope::INSTALL_SCOPE_NAME,
 };
-use windlass_kit::{Metrics, ReconcileError, Scope, Shell, Stage, runner, status, triggers};
+use windlass_kit::{
+    Metrics, ReconcileError, Scope, Shell, Stage, runner, status,
+    synced::{NotSynced, synced},
+    triggers,
+};
 use windlass_tenancy::{NamespaceFacts, install_scope, scope::selecting};
 
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +42,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    #[error("the controller's caches stopped (the manager is shutting down)")]
-    CacheGone,
+    #[error(transparent)]
+    NotSynced(#[from] NotSynced),
     #[error("writing InstallScope {namespace}/{INSTALL_SCOPE_NAME}: {source}")]
     Write {
         namespace: String,
@@ -51,7 +55,7 @@ pub enum Error {
 impl ReconcileError for Error {
     fn stage(&self) -> Stage {
         match self {
-            Error::Read { .. } | Error::CacheGone => Stage::Read,
+            Error::Read { .. } | Error::NotSynced(_) => Stage::Read,
             Error::Write { .. } => Stage::Report,
         }
     }
@@ -61,7 +65,7 @@ impl ReconcileError for Error {
             Error::Read { source, .. } | Error::Write { source, .. } => {
                 matches!(source, kube::Error::Api(s) if s.code == 409)
             }
-            Error::CacheGone => false,
+            Error::NotSynced(_) => false,
         }
     }
 }
@@ -155,12 +159,8 @@ pub async fn reconcile(namespace: Arc<Namespace>, ctx: Arc<Context>) -> Result<A
     let client = &ctx.shell.client;
     // Until both caches hold a complete list, a view computed from them could take away what
     // a policy grants.
-    for ready in [
-        ctx.policies.wait_until_ready().await,
-        ctx.subscriptions.wait_until_ready().await,
-    ] {
-        ready.map_err(|_| Error::CacheGone)?;
-    }
+    synced(&ctx.policies, "InstallPolicy").await?;
+    synced(&ctx.subscriptions, "Subscription").await?;
     let policies: Vec<InstallPolicy> = ctx
         .policies
         .state()

@@ -36,14 +36,15 @@ use serde_json::json;
 use tracing::info;
 use windlass_api::{Catalog, FIELD_MANAGER, Package, names::controllers};
 use windlass_catalog_store::{CatalogStore, ListingState, ServedCatalog};
-use windlass_kit::{Metrics, ReconcileError, Scope, Shell, Stage, runner, status};
+use windlass_kit::{
+    Metrics, ReconcileError, Scope, Shell, Stage, runner, status,
+    synced::{NotSynced, synced},
+};
 
 use crate::view::{DesiredView, LiveView};
 
 /// Views written at once.
 const PARALLEL_WRITES: usize = 8;
-/// How long a reconcile waits for the watch cache of views before comparing against it.
-const CACHE_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -59,15 +60,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    #[error("the watch cache of Packages is not filled yet")]
-    CacheNotReady,
+    #[error(transparent)]
+    NotSynced(#[from] NotSynced),
 }
 
 impl ReconcileError for Error {
     fn stage(&self) -> Stage {
         match self {
             Error::Write { .. } | Error::Delete { .. } => Stage::Apply,
-            Error::CacheNotReady => Stage::Read,
+            Error::NotSynced(_) => Stage::Read,
         }
     }
 
@@ -181,10 +182,7 @@ pub async fn reconcile(catalog: Arc<Catalog>, ctx: Arc<Context>) -> Result<Actio
         return Ok(Action::await_change());
     }
     // Comparing against a cache that has not listed yet would rewrite every view.
-    tokio::time::timeout(CACHE_WAIT, ctx.live.wait_until_ready())
-        .await
-        .map_err(|_| Error::CacheNotReady)?
-        .map_err(|_| Error::CacheNotReady)?;
+    synced(&ctx.live, "Package").await?;
     let desired = match ctx.store.get(&name) {
         Some(served) => ctx.views(&name, &served),
         // Not read yet (just after a start): the views stay as they are, unless the

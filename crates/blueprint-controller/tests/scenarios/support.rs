@@ -122,6 +122,18 @@ pub struct Harness {
     pub ctx: Arc<Context>,
 }
 
+/// A cache that completed its first list and found nothing (no watch runs in these tests).
+fn listed_empty<K>() -> reflector::Store<K>
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (reader, mut writer) = reflector::store::<K>();
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::Init);
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+    reader
+}
+
 impl Harness {
     /// The cluster before a fresh install: the namespace, the policy and the Blueprint; the
     /// catalog store serves the bundle.
@@ -135,7 +147,7 @@ impl Harness {
         api.insert(blueprint());
         let store = CatalogStore::new();
         store.remember(acme_db_bundle());
-        let (blueprints, _writer) = reflector::store::<Blueprint>();
+        let blueprints = listed_empty::<Blueprint>();
         // Never dialled: a trusted policy installs as the manager's own client.
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
         let ctx = Context {
@@ -154,7 +166,7 @@ impl Harness {
             memo: Default::default(),
             own_writes: Default::default(),
             // No watch runs here: once its CSVs are written, a Blueprint's are listed.
-            csvs: reflector::store().0,
+            csvs: listed_empty(),
             csv_writes: Default::default(),
             revision_lists: Default::default(),
             policy_lists: Default::default(),
