@@ -49,7 +49,7 @@ async fn main() {
         let csv = ClusterServiceVersion::new(
             bundle.csv.name(),
             ClusterServiceVersionSpec {
-                definition: definition.clone(),
+                definition: definition.clone().into(),
                 target_namespaces: vec![ns.name.clone()],
                 ..Default::default()
             },

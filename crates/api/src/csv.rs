@@ -45,7 +45,7 @@ use crate::{
 pub struct ClusterServiceVersionSpec {
     /// The bundle's OLM ClusterServiceVersion: `{metadata: {annotations, labels}, spec}`.
     #[schemars(schema_with = "preserved_object")]
-    pub definition: serde_json::Value,
+    pub definition: Definition,
     /// Namespaces the operator watches; empty means all namespaces.
     #[serde(default)]
     pub target_namespaces: Vec<String>,
@@ -70,6 +70,67 @@ pub struct ClusterServiceVersionSpec {
     /// the ImageMirrorSets; `definition` keeps the bundle's own references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_rewrites: Vec<crate::mirror::ImageRewrite>,
+}
+
+/// The bundle's OLM ClusterServiceVersion, kept as the JSON text it arrived as and parsed when
+/// read: a watch cache of a thousand CSVs holds a tenth of the memory a parsed tree takes (each
+/// key, string and map of a tree is an allocation of its own).
+#[derive(Clone, Debug)]
+pub struct Definition(Box<serde_json::value::RawValue>);
+
+impl Definition {
+    /// The definition as a JSON tree.
+    pub fn to_value(&self) -> serde_json::Value {
+        // Valid JSON by construction (deserialized or serialized by serde_json).
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+
+    /// Reads the parts `T` names; the rest of the text is skipped without being built.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The JSON text.
+    pub fn as_json(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl From<serde_json::Value> for Definition {
+    fn from(value: serde_json::Value) -> Self {
+        // A Value always serializes.
+        let text = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
+        Definition(serde_json::value::RawValue::from_string(text).unwrap_or_else(|_| null()))
+    }
+}
+
+fn null() -> Box<serde_json::value::RawValue> {
+    serde_json::value::RawValue::from_string("null".into()).expect("null is JSON")
+}
+
+impl Default for Definition {
+    fn default() -> Self {
+        Definition(null())
+    }
+}
+
+/// Equal when they hold the same JSON, whatever the spacing or the order of keys.
+impl PartialEq for Definition {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get() || self.to_value() == other.to_value()
+    }
+}
+
+impl Serialize for Definition {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Definition {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Box::<serde_json::value::RawValue>::deserialize(deserializer).map(Definition)
+    }
 }
 
 fn preserved_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -143,4 +204,45 @@ pub struct ClusterServiceVersionStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+#[cfg(test)]
+mod definition_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn csv_with(definition: serde_json::Value) -> serde_json::Value {
+        json!({
+            "apiVersion": "windlass.dev/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "acme-db.v1.0.0", "namespace": "db"},
+            "spec": {"definition": definition},
+        })
+    }
+
+    #[test]
+    fn a_definition_reads_back_as_the_tree_it_was_made_of() {
+        let tree = json!({"spec": {"version": "1.0.0", "install": {"strategy": "deployment"}}});
+        let text = serde_json::to_string(&csv_with(tree.clone())).unwrap();
+        let from_text: ClusterServiceVersion = serde_json::from_str(&text).unwrap();
+        assert_eq!(from_text.spec.definition.to_value(), tree);
+        let from_tree: ClusterServiceVersion =
+            serde_json::from_value(csv_with(tree.clone())).unwrap();
+        assert_eq!(from_tree.spec.definition.to_value(), tree);
+        let written = serde_json::to_value(&from_tree).unwrap();
+        assert_eq!(
+            written["spec"]["definition"], tree,
+            "serialized as JSON, not as text"
+        );
+    }
+
+    #[test]
+    fn definitions_compare_by_content() {
+        let a: Definition = serde_json::from_str(r#"{"a": 1, "b": [true]}"#).unwrap();
+        let b: Definition = serde_json::from_str(r#"{"b":[true],"a":1}"#).unwrap();
+        let c = Definition::from(json!({"a": 2}));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(Definition::default().to_value(), serde_json::Value::Null);
+    }
 }

@@ -366,7 +366,7 @@ async fn crds_owned_elsewhere(client: &kube::Client, own: &str) -> Result<BTreeS
         .iter()
         .filter(|c| c.uid().is_none_or(|uid| !ours.contains(&uid)))
         .flat_map(|c| {
-            c.spec.definition["spec"]["customresourcedefinitions"]["owned"]
+            c.spec.definition.to_value()["spec"]["customresourcedefinitions"]["owned"]
                 .as_array()
                 .into_iter()
                 .flatten()

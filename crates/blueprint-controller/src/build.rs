@@ -281,7 +281,7 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
     definition.insert("metadata".into(), Value::Object(definition_meta));
     definition.insert("spec".into(), shipped["spec"].clone());
     let spec = ClusterServiceVersionSpec {
-        definition: Value::Object(definition),
+        definition: Value::Object(definition).into(),
         target_namespaces: settings.target_namespaces.clone(),
         config: content.config.clone(),
         supersedes: settings.supersedes.clone(),

@@ -130,7 +130,7 @@ mod tests {
                 "{}".into(),
             ),
         ]));
-        full.spec.definition = json!({"spec": {"description": "x".repeat(10_000)}});
+        full.spec.definition = json!({"spec": {"description": "x".repeat(10_000)}}).into();
         full.spec.supersedes = Some("acme-db.v1.0.0".into());
         full.spec.target_namespaces = vec!["team-a".into()];
         full.status = Some(ClusterServiceVersionStatus {
@@ -146,7 +146,7 @@ mod tests {
             crate::observe::observed_csv(&cached),
             crate::observe::observed_csv(&full)
         );
-        assert_eq!(cached.spec.definition, serde_json::Value::Null);
+        assert_eq!(cached.spec.definition.to_value(), serde_json::Value::Null);
         assert_eq!(cached.annotations().len(), 1);
     }
 

@@ -273,7 +273,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     // listed, a successor or a Deployment not listed yet would look missing.
     synced(&ctx.csvs, "ClusterServiceVersion").await?;
     synced(&ctx.deployments, "Deployment").await?;
-    let definition = OlmCsv::from_value(&csv.spec.definition);
+    let definition = OlmCsv::from_value(&csv.spec.definition.to_value());
     let successor = find_successor(&ctx.csvs, &namespace, &name);
     let (observed, invalid) = match &definition {
         Ok(def) => (

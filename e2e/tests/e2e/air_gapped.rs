@@ -635,7 +635,8 @@ async fn an_operator_packaged_from_the_internet_installs_from_the_site_registry_
         .get("acme-db.v1.0.0")
         .await
         .unwrap();
-    let shipped = csv.spec.definition["spec"]["install"]["spec"]["deployments"][0]["spec"]
+    let definition = csv.spec.definition.to_value();
+    let shipped = definition["spec"]["install"]["spec"]["deployments"][0]["spec"]
         ["template"]["spec"]["containers"][0]["image"]
         .as_str()
         .unwrap()

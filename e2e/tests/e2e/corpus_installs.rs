@@ -54,7 +54,7 @@ async fn install_unmodified(dir: Option<PathBuf>) {
     let mut csv = ClusterServiceVersion::new(
         bundle.csv.name(),
         ClusterServiceVersionSpec {
-            definition,
+            definition: definition.into(),
             target_namespaces: targets,
             progress_deadline_seconds: Some(60),
             ..Default::default()

@@ -61,7 +61,7 @@ fn windlass_csv(
     ClusterServiceVersion::new(
         bundle.csv.name(),
         ClusterServiceVersionSpec {
-            definition,
+            definition: definition.into(),
             target_namespaces: targets.iter().map(|t| t.to_string()).collect(),
             progress_deadline_seconds: Some(30),
             ..Default::default()

@@ -277,7 +277,8 @@ async fn pending_csv(client: &Client, namespace: &str) {
                     "minKubeVersion": "99.0.0",
                     "install": {"strategy": "deployment", "spec": {"deployments": []}},
                 },
-            }),
+            })
+            .into(),
             target_namespaces: vec![namespace.to_string()],
             ..Default::default()
         },

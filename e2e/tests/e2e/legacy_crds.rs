@@ -492,7 +492,7 @@ async fn etcd_0_9_4_with_v1beta1_crds_installs_through_the_csv_controller() {
     let mut csv = ClusterServiceVersion::new(
         bundle.csv.name(),
         ClusterServiceVersionSpec {
-            definition,
+            definition: definition.into(),
             target_namespaces: vec![ns.name.clone()],
             progress_deadline_seconds: Some(60),
             // What the conversion changed travels with the CSV, as the Blueprint records it.

@@ -324,7 +324,7 @@ async fn a_republished_bundle_is_installed_as_a_new_revision() {
         .await
         .unwrap();
     assert_eq!(
-        csv.spec.definition["metadata"]["annotations"]["description"],
+        csv.spec.definition.to_value()["metadata"]["annotations"]["description"],
         "republished"
     );
 }

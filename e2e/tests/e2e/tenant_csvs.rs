@@ -54,7 +54,8 @@ fn probe(namespace: &str, cluster_wide: Option<Value>) -> ClusterServiceVersion 
                 "version": "1.0.0",
                 "installModes": [{"type": "OwnNamespace", "supported": true}],
                 "install": {"strategy": "deployment", "spec": install},
-            }}),
+            }})
+            .into(),
             target_namespaces: vec![namespace.to_string()],
             ..Default::default()
         },

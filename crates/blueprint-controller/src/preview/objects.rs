@@ -119,7 +119,7 @@ pub fn from_csv(csv: &Value) -> Vec<Desired> {
             Ok(spec) => spec,
             Err(_) => return Vec::new(),
         };
-    let Ok(definition) = OlmCsv::from_value(&spec.definition) else {
+    let Ok(definition) = OlmCsv::from_value(&spec.definition.to_value()) else {
         return Vec::new();
     };
     let name = csv["metadata"]["name"].as_str().unwrap_or_default();

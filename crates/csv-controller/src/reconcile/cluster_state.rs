@@ -54,6 +54,43 @@ pub(super) fn trim_crd(crd: &mut CustomResourceDefinition) {
     }
 }
 
+/// The CRDs a CSV definition owns and requires, read without building the rest of it.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct NamedCrds {
+    spec: NamedCrdsSpec,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct NamedCrdsSpec {
+    customresourcedefinitions: CrdLists,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct CrdLists {
+    owned: Vec<CrdName>,
+    required: Vec<CrdName>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct CrdName {
+    name: String,
+}
+
+impl NamedCrds {
+    fn names(&self, crd: &str) -> bool {
+        let lists = &self.spec.customresourcedefinitions;
+        lists
+            .owned
+            .iter()
+            .chain(&lists.required)
+            .any(|c| c.name == crd)
+    }
+}
+
 /// The CSVs (as cache references) that own or require CRD `crd`.
 pub(super) fn naming(
     csvs: &Store<ClusterServiceVersion>,
@@ -62,12 +99,10 @@ pub(super) fn naming(
     csvs.state()
         .iter()
         .filter(|csv| {
-            let crds = &csv.spec.definition["spec"]["customresourcedefinitions"];
-            ["owned", "required"].iter().any(|list| {
-                crds[list]
-                    .as_array()
-                    .is_some_and(|l| l.iter().any(|c| c["name"].as_str() == Some(crd)))
-            })
+            csv.spec
+                .definition
+                .parse::<NamedCrds>()
+                .is_ok_and(|named| named.names(crd))
         })
         .map(|csv| ObjectRef::from_obj(csv.as_ref()))
         .collect()
