@@ -242,6 +242,25 @@ pub async fn reconcile(
     .await
 }
 
+/// Writes `new_status` when it differs from `status`, and remembers the write (see
+/// `own_writes`).
+async fn write_status(
+    ctx: &Context,
+    csv: &ClusterServiceVersion,
+    status: &windlass_api::ClusterServiceVersionStatus,
+    new_status: &windlass_api::ClusterServiceVersionStatus,
+) -> Result<(), Error> {
+    if new_status == status {
+        return Ok(());
+    }
+    let name = csv.name_any();
+    let written = status::apply_status(&csv_api(&ctx.shell.client, csv), &name, new_status, None)
+        .await
+        .map_err(|source| Error::Status { name, source })?;
+    ctx.own_writes.wrote(&written);
+    Ok(())
+}
+
 fn csv_api(client: &Client, csv: &ClusterServiceVersion) -> Api<ClusterServiceVersion> {
     Api::namespaced(client.clone(), &csv.namespace().unwrap_or_default())
 }
@@ -461,15 +480,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             .observed(csv.metadata.generation),
             now,
         );
-    if new_status != status {
-        let written = status::apply_status(&csv_api(client, csv), &name, &new_status, None)
-            .await
-            .map_err(|source| Error::Status {
-                name: name.clone(),
-                source,
-            })?;
-        ctx.own_writes.wrote(&written);
-    }
+    write_status(ctx, csv, &status, &new_status).await?;
     if conversions_new {
         let note = format!(
             "installed with {} change(s) for this Kubernetes version: {}",

@@ -9,10 +9,10 @@ use windlass_api::{
     condition::{Condition, ConditionStatus, set_condition},
     names::{conditions, reasons, seal},
 };
-use windlass_kit::{Notice, status};
+use windlass_kit::Notice;
 use windlass_revisions::{SealError, SealKey};
 
-use super::{Context, Error, csv_api};
+use super::{Context, Error, write_status};
 
 /// Whether `csv` carries the seal windlass wrote for exactly its spec.
 pub(super) fn verify_seal(csv: &ClusterServiceVersion, key: &SealKey) -> Result<(), SealError> {
@@ -95,16 +95,7 @@ pub(super) async fn refuse_untrusted(
         .observed(csv.metadata.generation),
         now,
     );
-    if new_status != *status {
-        let written =
-            status::apply_status(&csv_api(&ctx.shell.client, csv), &name, &new_status, None)
-                .await
-                .map_err(|source| Error::Status {
-                    name: name.clone(),
-                    source,
-                })?;
-        ctx.own_writes.wrote(&written);
-    }
+    write_status(ctx, csv, status, &new_status).await?;
     if changed {
         ctx.shell
             .events
