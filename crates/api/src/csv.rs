@@ -90,9 +90,62 @@ impl Definition {
         serde_json::from_str(self.0.get())
     }
 
+    /// The names of the CRDs the definition owns and requires, read without building the rest
+    /// of it (none when it names none, or is not a CSV definition at all).
+    pub fn crd_names(&self) -> CrdNames {
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
+        struct Top {
+            spec: Spec,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
+        struct Spec {
+            customresourcedefinitions: Lists,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
+        struct Lists {
+            owned: Vec<Named>,
+            required: Vec<Named>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
+        struct Named {
+            name: String,
+        }
+        let lists = self
+            .parse::<Top>()
+            .unwrap_or_default()
+            .spec
+            .customresourcedefinitions;
+        let names = |list: Vec<Named>| list.into_iter().map(|n| n.name).collect();
+        CrdNames {
+            owned: names(lists.owned),
+            required: names(lists.required),
+        }
+    }
+
     /// The JSON text.
     pub fn as_json(&self) -> &str {
         self.0.get()
+    }
+}
+
+/// The CRDs a CSV definition names, from [`Definition::crd_names`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrdNames {
+    pub owned: Vec<String>,
+    pub required: Vec<String>,
+}
+
+impl CrdNames {
+    /// Whether `crd` is owned or required.
+    pub fn names(&self, crd: &str) -> bool {
+        self.owned
+            .iter()
+            .chain(&self.required)
+            .any(|name| name == crd)
     }
 }
 
@@ -244,5 +297,22 @@ mod definition_tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(Definition::default().to_value(), serde_json::Value::Null);
+    }
+
+    #[test]
+    fn crd_names_are_read_from_the_owned_and_required_lists() {
+        let definition = Definition::from(json!({"spec": {
+            "description": "many other fields",
+            "customresourcedefinitions": {
+                "owned": [{"name": "a.acme.dev", "version": "v1"}],
+                "required": [{"name": "b.acme.dev"}],
+            },
+        }}));
+        let names = definition.crd_names();
+        assert_eq!(names.owned, ["a.acme.dev"]);
+        assert_eq!(names.required, ["b.acme.dev"]);
+        assert!(names.names("a.acme.dev") && names.names("b.acme.dev"));
+        assert!(!names.names("c.acme.dev"));
+        assert_eq!(Definition::default().crd_names(), CrdNames::default());
     }
 }

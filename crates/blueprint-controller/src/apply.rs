@@ -365,13 +365,6 @@ async fn crds_owned_elsewhere(client: &kube::Client, own: &str) -> Result<BTreeS
         .items
         .iter()
         .filter(|c| c.uid().is_none_or(|uid| !ours.contains(&uid)))
-        .flat_map(|c| {
-            c.spec.definition.to_value()["spec"]["customresourcedefinitions"]["owned"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|o| o["name"].as_str().map(str::to_string))
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|c| c.spec.definition.crd_names().owned)
         .collect())
 }

@@ -54,43 +54,6 @@ pub(super) fn trim_crd(crd: &mut CustomResourceDefinition) {
     }
 }
 
-/// The CRDs a CSV definition owns and requires, read without building the rest of it.
-#[derive(serde::Deserialize, Default)]
-#[serde(default)]
-struct NamedCrds {
-    spec: NamedCrdsSpec,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct NamedCrdsSpec {
-    customresourcedefinitions: CrdLists,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(default)]
-struct CrdLists {
-    owned: Vec<CrdName>,
-    required: Vec<CrdName>,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(default)]
-struct CrdName {
-    name: String,
-}
-
-impl NamedCrds {
-    fn names(&self, crd: &str) -> bool {
-        let lists = &self.spec.customresourcedefinitions;
-        lists
-            .owned
-            .iter()
-            .chain(&lists.required)
-            .any(|c| c.name == crd)
-    }
-}
-
 /// The CSVs (as cache references) that own or require CRD `crd`.
 pub(super) fn naming(
     csvs: &Store<ClusterServiceVersion>,
@@ -98,12 +61,7 @@ pub(super) fn naming(
 ) -> Vec<ObjectRef<ClusterServiceVersion>> {
     csvs.state()
         .iter()
-        .filter(|csv| {
-            csv.spec
-                .definition
-                .parse::<NamedCrds>()
-                .is_ok_and(|named| named.names(crd))
-        })
+        .filter(|csv| csv.spec.definition.crd_names().names(crd))
         .map(|csv| ObjectRef::from_obj(csv.as_ref()))
         .collect()
 }
