@@ -46,11 +46,7 @@ impl Assembler {
 
     /// `file:line` as a person opens it.
     pub fn at(&self, place: Place) -> String {
-        let file = &self.files[place.file as usize];
-        match place.line {
-            0 => file.clone(),
-            line => format!("{file}:{line}"),
-        }
+        at(&self.files, place)
     }
 
     fn parts(&mut self, package: &Name) -> &mut Parts {
@@ -247,48 +243,112 @@ impl Assembler {
     }
 
     /// The catalog, and every problem found while reading it.
-    pub fn finish(mut self) -> (Catalog, Vec<LoadIssue>) {
-        let mut packages = Vec::with_capacity(self.parts.len());
-        for parts in std::mem::take(&mut self.parts) {
-            let mut package = parts.package;
-            let mut bundles = parts.bundles;
-            // Stable: of two bundles with one name, the one read first stays first.
-            bundles.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-            let mut kept: Vec<(String, Bundle, Place)> = Vec::with_capacity(bundles.len());
-            for (bundle, place) in bundles {
-                if let Some((_, _, first)) = kept.last().filter(|(name, ..)| *name == bundle.name) {
-                    let message = format!(
-                        "is already added at {} (document {}); this copy is refused",
-                        self.at(*first),
-                        first.document
-                    );
-                    self.problem(
-                        place,
-                        IssueKind::DuplicateBundle,
-                        Some(&package.name),
-                        Some(&bundle.name),
-                        message,
-                    );
-                    continue;
-                }
-                kept.push((bundle.name.clone(), bundle, place));
+    pub fn finish(self) -> (Catalog, Vec<LoadIssue>) {
+        let parallel = self.parts.len() >= PARALLEL_PACKAGES
+            && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        self.finish_on(parallel)
+    }
+
+    /// [`Assembler::finish`], on two threads or one.
+    pub(super) fn finish_on(mut self, two_threads: bool) -> (Catalog, Vec<LoadIssue>) {
+        let parts = std::mem::take(&mut self.parts);
+        let files = &self.files;
+        // Packages are finished independently; a large catalog splits them between two
+        // threads (each half's problems stay in reading order).
+        let split = two_threads.then_some(parts.len() / 2);
+        let finished: Vec<(Package, Vec<LoadIssue>)> = match split {
+            Some(at) => {
+                let mut first = parts;
+                let second = first.split_off(at);
+                let (mut first, second) = std::thread::scope(|scope| {
+                    let second = scope.spawn(|| finish_packages(second, files));
+                    let first = finish_packages(first, files);
+                    (
+                        first,
+                        second.join().expect("a catalog assembling thread panicked"),
+                    )
+                });
+                first.extend(second);
+                first
             }
-            package.bundles = kept.into_iter().map(|(n, b, _)| (n, b)).collect();
-            package.channels = parts
-                .channels
-                .into_iter()
-                .map(|c| (c.name.clone(), c))
-                .collect();
-            if package.provider.is_none() {
-                package.provider =
-                    head_bundle(&package).and_then(crate::provider::Provider::from_bundle);
-            }
+            None => finish_packages(parts, files),
+        };
+        let mut packages = Vec::with_capacity(finished.len());
+        for (package, issues) in finished {
+            self.issues.extend(issues);
             packages.push((package.name.clone(), package));
         }
         let catalog = Catalog {
             packages: BTreeMap::from_iter(packages),
         };
         (catalog, self.issues)
+    }
+}
+
+/// From this many packages on, [`Assembler::finish`] uses a second thread.
+const PARALLEL_PACKAGES: usize = 256;
+
+fn finish_packages(parts: Vec<Parts>, files: &[String]) -> Vec<(Package, Vec<LoadIssue>)> {
+    parts
+        .into_iter()
+        .map(|parts| finish_package(parts, files))
+        .collect()
+}
+
+/// One package: its bundles by name (a second bundle of one name is refused), its channels,
+/// its provider.
+fn finish_package(parts: Parts, files: &[String]) -> (Package, Vec<LoadIssue>) {
+    let mut issues = Vec::new();
+    let mut package = parts.package;
+    let mut bundles = parts.bundles;
+    // Stable: of two bundles with one name, the one read first stays first.
+    bundles.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    let mut kept: Vec<(String, Bundle)> = Vec::with_capacity(bundles.len());
+    let mut first_place: Option<Place> = None;
+    for (bundle, place) in bundles {
+        if let Some((name, _)) = kept.last()
+            && *name == bundle.name
+        {
+            let first = first_place.unwrap_or(place);
+            let message = format!(
+                "is already added at {} (document {}); this copy is refused",
+                at(files, first),
+                first.document
+            );
+            issues.push(
+                LoadIssue::new(
+                    Severity::Error,
+                    IssueKind::DuplicateBundle,
+                    Some(&package.name),
+                    at(files, place),
+                    message,
+                )
+                .bundle(Some(&bundle.name))
+                .document(Some(place.document as usize)),
+            );
+            continue;
+        }
+        first_place = Some(place);
+        kept.push((bundle.name.clone(), bundle));
+    }
+    package.bundles = BTreeMap::from_iter(kept);
+    package.channels = parts
+        .channels
+        .into_iter()
+        .map(|c| (c.name.clone(), c))
+        .collect();
+    if package.provider.is_none() {
+        package.provider = head_bundle(&package).and_then(crate::provider::Provider::from_bundle);
+    }
+    (package, issues)
+}
+
+/// `file:line` as a person opens it.
+fn at(files: &[String], place: Place) -> String {
+    let file = &files[place.file as usize];
+    match place.line {
+        0 => file.clone(),
+        line => format!("{file}:{line}"),
     }
 }
 

@@ -594,11 +594,10 @@ impl<'de, const N: usize> Visitor<'de> for NamedFields<'_, N> {
                 }
             }
         }
-        let mut out: [Name; N] = std::array::from_fn(|_| Name::default());
-        for (i, value) in found.into_iter().enumerate() {
-            out[i] = value.ok_or_else(|| de::Error::missing_field(self.names[i]))?;
+        if let Some(i) = found.iter().position(Option::is_none) {
+            return Err(de::Error::missing_field(self.names[i]));
         }
-        Ok(out)
+        Ok(found.map(Option::unwrap_or_default))
     }
 }
 

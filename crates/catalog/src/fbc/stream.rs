@@ -45,7 +45,7 @@ pub(crate) fn read_json_chunked(
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(chunk);
     let mut position = Position::new(file);
-    let mut helper = Interner::default();
+    let mut interners = Interners::default();
     let mut end_of_input = false;
     loop {
         if !end_of_input {
@@ -56,7 +56,8 @@ pub(crate) fn read_json_chunked(
             };
             end_of_input = fill(&mut reader, &mut buf, want)?;
         }
-        let consumed = decode_available(&buf, end_of_input, &mut position, assembler, &mut helper);
+        let consumed =
+            decode_available(&buf, end_of_input, &mut position, assembler, &mut interners);
         position.forget(&buf[..consumed]);
         buf.drain(..consumed);
         if end_of_input {
@@ -96,7 +97,7 @@ pub(crate) fn read_json_bytes(bytes: &[u8], file: u32, assembler: &mut Assembler
         true,
         &mut position,
         assembler,
-        &mut Interner::default(),
+        &mut Interners::default(),
     );
 }
 
@@ -173,9 +174,9 @@ enum Stop {
     Incomplete(usize),
 }
 
-/// Decodes the blobs starting in `data[from..until]` with `interner`. `text` is the longest
-/// valid UTF-8 prefix of `data`. Unless `last`, a blob that may continue past the data is left
-/// for later.
+/// Decodes the blobs starting in `data[from..until]` with `interner`, handing each to `out` in
+/// order. `text` is the longest valid UTF-8 prefix of `data`. Unless `last`, a blob that may
+/// continue past the data is left for later.
 fn decode_run(
     data: &[u8],
     text: &str,
@@ -183,8 +184,8 @@ fn decode_run(
     until: usize,
     last: bool,
     interner: &mut Interner,
-) -> (Vec<Decoded>, Stop) {
-    let mut out = Vec::new();
+    out: &mut impl FnMut(Decoded),
+) -> Stop {
     let mut offset = from;
     let finder = memchr::memmem::Finder::new(b"\n{");
     // The next line that starts a value, searched for again only once passed (`None`: none
@@ -193,7 +194,7 @@ fn decode_run(
     loop {
         let begin = offset + leading_whitespace(&data[offset..]);
         if begin >= until || begin == data.len() {
-            return (out, Stop::Reached(begin));
+            return Stop::Reached(begin);
         }
         let line = match next_line {
             Some(Some(at)) if at > begin => Some(at),
@@ -210,20 +211,20 @@ fn decode_run(
             && let Some(candidate) = text.get(begin..end)
             && let Ok(fields) = decode_str(candidate, interner)
         {
-            out.push(Decoded::Blob(begin, fields));
+            out(Decoded::Blob(begin, fields));
             offset = end;
             continue;
         }
         // Not where a line start said: find the end by brackets.
         let Some(length) = value_end(&data[begin..]) else {
-            return (out, Stop::Incomplete(begin));
+            return Stop::Incomplete(begin);
         };
         let end = begin + length;
         let exact = match text.get(begin..end) {
             Some(blob) => decode_str(blob, interner),
             None => decode_slice(&data[begin..end], interner),
         };
-        out.push(match exact {
+        out(match exact {
             Ok(fields) => Decoded::Blob(begin, fields),
             Err(error) => Decoded::Bad(begin, end, error),
         });
@@ -253,78 +254,73 @@ fn decode_slice(bytes: &[u8], interner: &mut Interner) -> Result<Fields, serde_j
     Ok(fields)
 }
 
-/// Where a second thread may start: the first line after the middle of `data` that begins a
-/// value.
-fn split_point(data: &[u8]) -> Option<usize> {
-    let middle = data.len() / 2;
-    memchr::memmem::find(&data[middle..], b"\n{").map(|at| middle + at + 1)
+/// Where a second thread may start: the first line that begins a value after `share` of
+/// `data`.
+fn split_point(data: &[u8], share: f64) -> Option<usize> {
+    let at = (data.len() as f64 * share) as usize;
+    memchr::memmem::find(&data[at..], b"\n{").map(|found| at + found + 1)
 }
 
-/// Decodes every complete value in `data`; returns how many bytes were used. Unless `last`, an
-/// incomplete value at the end is left for the next call. `helper` is the second thread's
-/// interner, kept across calls.
+/// The share of a buffer the calling thread decodes when two do: it also assembles what it
+/// decodes as it goes, so the other thread takes a little more.
+const FIRST_SHARE: f64 = 0.5;
+
+/// One thread's interner for each of the two decoding threads, kept across buffers.
+#[derive(Default)]
+struct Interners {
+    first: Interner,
+    second: Interner,
+}
+
+/// Decodes every complete value in `data` and adds it to `assembler`; returns how many bytes
+/// were used. Unless `last`, an incomplete value at the end is left for the next call.
 fn decode_available(
     data: &[u8],
     last: bool,
     position: &mut Position,
     assembler: &mut Assembler,
-    helper: &mut Interner,
+    interners: &mut Interners,
 ) -> usize {
     let text = match std::str::from_utf8(data) {
         Ok(text) => text,
         Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
     };
+    let mut add = |item: Decoded| add_decoded(item, data, position, assembler);
     let split = (data.len() >= PARALLEL_FROM
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
-    .then(|| split_point(data))
+    .then(|| split_point(data, FIRST_SHARE))
     .flatten();
-    let (mut decoded, stop) = match split {
+    let Interners { first, second } = interners;
+    let stop = match split {
         Some(split) => {
-            let interner = &mut assembler.interner;
-            let ((first, first_stop), second) = std::thread::scope(|scope| {
-                let second =
-                    scope.spawn(|| decode_run(data, text, split, data.len(), last, helper));
-                let first = decode_run(data, text, 0, split, last, interner);
-                (
-                    first,
-                    second.join().expect("a catalog decoding thread panicked"),
-                )
+            // This thread assembles its part while the other decodes the rest.
+            let (first_stop, (rest, rest_stop)) = std::thread::scope(|scope| {
+                let rest = scope.spawn(|| {
+                    // Blobs run a few hundred bytes: room for all without growing.
+                    let mut rest = Vec::new();
+                    let stop = decode_run(data, text, split, data.len(), last, second, &mut |d| {
+                        rest.push(d)
+                    });
+                    (rest, stop)
+                });
+                let first_stop = decode_run(data, text, 0, split, last, first, &mut add);
+                let rest = rest.join().expect("a catalog decoding thread panicked");
+                (first_stop, rest)
             });
             if first_stop == Stop::Reached(split) {
-                let (rest, stop) = second;
-                let mut all = first;
-                all.extend(rest);
-                (all, stop)
+                rest.into_iter().for_each(&mut add);
+                rest_stop
             } else {
-                // The halves do not meet (a blob spans the split): decode on from where the
-                // first half stopped, and throw the second half's work away.
+                // The parts do not meet (a blob spans the split): decode on from where the
+                // first stopped, and throw the other thread's work away.
                 let from = match first_stop {
                     Stop::Reached(at) | Stop::Incomplete(at) => at,
                 };
-                let (rest, stop) = decode_run(data, text, from, data.len(), last, interner);
-                let mut all = first;
-                all.extend(rest);
-                (all, stop)
+                decode_run(data, text, from, data.len(), last, first, &mut add)
             }
         }
-        None => decode_run(data, text, 0, data.len(), last, &mut assembler.interner),
+        None => decode_run(data, text, 0, data.len(), last, first, &mut add),
     };
-    for item in decoded.drain(..) {
-        position.documents += 1;
-        match item {
-            Decoded::Blob(begin, fields) => {
-                let place = Place {
-                    file: position.file,
-                    document: position.documents,
-                    line: 0,
-                };
-                assembler.add(fields, place, || position.place(data, begin).line);
-            }
-            Decoded::Bad(begin, end, error) => {
-                report_bad_blob(&data[begin..end], &error, data, begin, position, assembler)
-            }
-        }
-    }
     match stop {
         Stop::Reached(_) => data.len(),
         Stop::Incomplete(begin) if !last => begin,
@@ -339,6 +335,24 @@ fn decode_available(
                 "not JSON: a value starts here and never ends; the rest of the file is left out",
             );
             data.len()
+        }
+    }
+}
+
+/// One decoded blob into the catalog, or its problem into the report.
+fn add_decoded(item: Decoded, data: &[u8], position: &mut Position, assembler: &mut Assembler) {
+    position.documents += 1;
+    match item {
+        Decoded::Blob(begin, fields) => {
+            let place = Place {
+                file: position.file,
+                document: position.documents,
+                line: 0,
+            };
+            assembler.add(fields, place, || position.place(data, begin).line);
+        }
+        Decoded::Bad(begin, end, error) => {
+            report_bad_blob(&data[begin..end], &error, data, begin, position, assembler)
         }
     }
 }

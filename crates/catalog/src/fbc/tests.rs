@@ -389,3 +389,41 @@ fn a_large_stream_read_by_two_threads_agrees_with_one_thread_problems_included()
         whole_issues[1]
     );
 }
+
+#[test]
+fn packages_finished_by_two_threads_agree_with_one_thread() {
+    // Duplicate bundles in a package of each half, so each thread reports a problem.
+    let mut text = String::new();
+    for p in 0..40 {
+        for v in 0..3 {
+            text.push_str(&bundle_blob(&format!("p{p:02}"), &format!("1.{v}.0")));
+        }
+        if p == 3 || p == 33 {
+            text.push_str(&bundle_blob(&format!("p{p:02}"), "1.1.0"));
+        }
+    }
+    let read = |two_threads: bool| {
+        let mut assembler = super::assemble::Assembler::default();
+        let file = assembler.file("catalog.json".into());
+        super::stream::read_json_bytes(text.as_bytes(), file, &mut assembler);
+        assembler.finish_on(two_threads)
+    };
+    let (one, one_issues) = read(false);
+    let (two, two_issues) = read(true);
+    assert_eq!(one, two);
+    assert_eq!(one_issues, two_issues);
+    assert_eq!(one.packages.len(), 40);
+    assert!(one.packages.values().all(|p| p.bundles.len() == 3));
+    let duplicates: Vec<_> = one_issues
+        .iter()
+        .map(|i| (i.package.as_deref(), i.bundle.as_deref()))
+        .collect();
+    assert_eq!(
+        duplicates,
+        [
+            (Some("p03"), Some("p03.v1.1.0")),
+            (Some("p33"), Some("p33.v1.1.0"))
+        ],
+        "{one_issues:?}"
+    );
+}

@@ -6,12 +6,13 @@
 //! routinely pruned from catalogs). Every problem names the entries involved so a catalog author
 //! can fix it without a graph viewer.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 
 use serde::Serialize;
 
 use crate::model::{Channel, Name, Package};
+use crate::name::FastHasher;
 use crate::range::VersionRange;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -180,7 +181,10 @@ impl fmt::Display for ChannelProblem {
 /// The single entry no other entry replaces or skips, or the list of candidates when there is
 /// not exactly one (empty: no head; several: ambiguous).
 pub fn channel_heads(channel: &Channel) -> Vec<&str> {
-    let mut incoming: BTreeSet<&str> = BTreeSet::new();
+    // Hashed, not ordered: loading a catalog asks this of every channel, and the heads are
+    // sorted below anyway.
+    let mut incoming: HashSet<&str, FastHasher> =
+        HashSet::with_capacity_and_hasher(channel.entries.len(), FastHasher::default());
     for e in &channel.entries {
         incoming.extend(e.replaces.as_deref());
         incoming.extend(e.skips.iter().map(Name::as_str));

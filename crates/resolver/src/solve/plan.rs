@@ -66,11 +66,13 @@ pub(crate) fn build(ix: &Index<'_>, c: &Compiled<'_>, state: &State, stats: Stat
                 .or_default()
                 .push(origin_label(ix, c, origin));
         }
-        for (r, req) in info.requires.iter().enumerate() {
-            let dep = match req {
-                Req::Package { pkg: Some(p), .. } => state.assigned[*p as usize].map(|(d, _)| d),
-                Req::Package { .. } => None,
-                Req::Gvk(g) => state.owner[*g as usize],
+        for (r, req) in ix.requires(b).iter().enumerate() {
+            let dep = match *req {
+                Req::Package(i) => ix
+                    .package_req(i)
+                    .pkg
+                    .and_then(|p| state.assigned[p as usize].map(|(d, _)| d)),
+                Req::Gvk(g) => state.owner[g as usize],
                 Req::Constraint(_) => state.satisfier(ix, b, r as u32),
             };
             if let Some(d) = dep.filter(|d| *d != b) {

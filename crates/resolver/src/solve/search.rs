@@ -7,7 +7,7 @@
 //! preference order): it is complete. It keeps no recursion, so deep dependency chains cannot
 //! overflow the stack.
 
-use super::index::{BundleId, GvkId, Index, PkgId, Req};
+use super::index::{BundleId, GvkId, Index, PackageReq, PkgId, Req};
 
 /// Who asked for something, kept so explanations can say it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +84,8 @@ impl State {
         if let Some((held, _)) = self.assigned[info.pkg as usize] {
             return (held != b).then_some(Clash::Package(held));
         }
-        info.provides
+        index
+            .provides(b)
             .iter()
             .find_map(|g| self.owner[*g as usize].map(|o| Clash::Api(*g, o)))
     }
@@ -93,7 +94,7 @@ impl State {
     pub fn assign(&mut self, index: &Index<'_>, b: BundleId, origin: Origin) {
         let info = index.bundle(b);
         self.assigned[info.pkg as usize] = Some((b, origin));
-        for g in &info.provides {
+        for g in index.provides(b) {
             self.owner[*g as usize] = Some(b);
         }
         self.trail.push(b);
@@ -104,7 +105,7 @@ impl State {
             let Some(b) = self.trail.pop() else { break };
             let info = index.bundle(b);
             self.assigned[info.pkg as usize] = None;
-            for g in &info.provides {
+            for g in index.provides(b) {
                 self.owner[*g as usize] = None;
             }
         }
@@ -147,8 +148,8 @@ pub(crate) fn candidates<'a>(
     cands: Cands,
 ) -> &'a [BundleId] {
     match cands {
-        Cands::Req(b, r) => match &index.bundle(b).requires[r as usize] {
-            Req::Package { cands, .. } => cands,
+        Cands::Req(b, r) => match index.requires(b)[r as usize] {
+            Req::Package(i) => &index.package_req(i).cands,
             Req::Constraint(_) => &index.constraint_cands(b, r).ordered,
             Req::Gvk(_) => &[],
         },
@@ -160,26 +161,27 @@ pub(crate) fn candidates<'a>(
 pub(crate) fn obligations_of(index: &Index<'_>, b: BundleId) -> Vec<Ob> {
     let origin = Origin::Bundle(b);
     index
-        .bundle(b)
-        .requires
+        .requires(b)
         .iter()
         .enumerate()
-        .map(|(r, req)| match req {
-            Req::Package {
-                pkg: Some(pkg),
-                bad_range: None,
-                ..
-            } => Ob::Pkg {
-                pkg: *pkg,
-                cands: Cands::Req(b, r as u32),
-                origin,
+        .map(|(r, req)| match *req {
+            Req::Package(i) => match index.package_req(i) {
+                PackageReq {
+                    pkg: Some(pkg),
+                    bad_range: None,
+                    ..
+                } => Ob::Pkg {
+                    pkg: *pkg,
+                    cands: Cands::Req(b, r as u32),
+                    origin,
+                },
+                _ => Ob::Never {
+                    why: Cands::Req(b, r as u32),
+                    origin,
+                },
             },
-            Req::Package { .. } => Ob::Never {
-                why: Cands::Req(b, r as u32),
-                origin,
-            },
-            Req::Gvk(g) => Ob::Gvk { gvk: *g, origin },
-            Req::Constraint(c) if index.constraints[*c as usize].parsed.is_ok() => Ob::Constraint {
+            Req::Gvk(g) => Ob::Gvk { gvk: g, origin },
+            Req::Constraint(c) if index.constraints[c as usize].parsed.is_ok() => Ob::Constraint {
                 cands: Cands::Req(b, r as u32),
                 origin,
             },

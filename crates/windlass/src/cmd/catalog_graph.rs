@@ -240,7 +240,8 @@ pub fn resolve(args: ResolveArgs) -> anyhow::Result<ExitCode> {
             policy: args.policy.parse().map_err(anyhow::Error::msg)?,
         }],
     };
-    let resolver = Resolver::new(&catalog);
+    // Left for the process exit to free, like the catalog it indexes.
+    let resolver = ManuallyDrop::new(Resolver::new(&catalog));
     match resolver.resolve(&request) {
         Ok(plan) => {
             if args.output == "json" {

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::{
     Compiled,
-    index::{BundleId, Index, Req},
+    index::{BundleId, Index, PackageReq, Req},
     search::{self, Cands, Clash, Ob, Origin, State, Stats, candidates, obligations_of, ordered},
 };
 use crate::policy::Policy;
@@ -352,13 +352,14 @@ impl Explainer<'_, '_> {
                 why: Cands::Req(b, r),
                 ..
             } => {
-                match &ix.bundle(b).requires[r as usize] {
-                    Req::Package {
-                        name,
-                        range,
-                        bad_range,
-                        ..
-                    } => {
+                match ix.requires(b)[r as usize] {
+                    Req::Package(i) => {
+                        let PackageReq {
+                            name,
+                            range,
+                            bad_range,
+                            ..
+                        } = ix.package_req(i);
                         cause.problem = Some(match bad_range {
                             Some(error) => Problem::BadRange {
                                 package: name.to_string(),
@@ -371,7 +372,7 @@ impl Explainer<'_, '_> {
                         });
                     }
                     Req::Constraint(c) => {
-                        if let Err(error) = &ix.constraints[*c as usize].parsed {
+                        if let Err(error) = &ix.constraints[c as usize].parsed {
                             cause.problem = Some(Problem::BadConstraint {
                                 error: error.clone(),
                             });
@@ -482,14 +483,17 @@ impl Explainer<'_, '_> {
 
     fn requirement(&self, ob: Ob) -> Requirement {
         let ix = self.ix;
-        let bundle_req = |b: BundleId, r: u32| match &ix.bundle(b).requires[r as usize] {
-            Req::Package { name, range, .. } => Requirement::Package {
-                package: name.to_string(),
-                range: range.to_string(),
-            },
-            Req::Gvk(g) => gvk_requirement(ix, *g),
+        let bundle_req = |b: BundleId, r: u32| match ix.requires(b)[r as usize] {
+            Req::Package(i) => {
+                let req = ix.package_req(i);
+                Requirement::Package {
+                    package: req.name.to_string(),
+                    range: req.range.to_string(),
+                }
+            }
+            Req::Gvk(g) => gvk_requirement(ix, g),
             Req::Constraint(c) => {
-                constraint::requirement(ix.bundle(b).bundle, r, &ix.constraints[*c as usize].parsed)
+                constraint::requirement(ix.bundle(b).bundle, r, &ix.constraints[c as usize].parsed)
             }
         };
         match (ob, ob.origin()) {
