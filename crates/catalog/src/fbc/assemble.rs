@@ -253,25 +253,39 @@ impl Assembler {
     pub(super) fn finish_on(mut self, two_threads: bool) -> (Catalog, Vec<LoadIssue>) {
         let parts = std::mem::take(&mut self.parts);
         let files = &self.files;
-        // Packages are finished independently; a large catalog splits them between two
-        // threads (each half's problems stay in reading order).
-        let split = two_threads.then_some(parts.len() / 2);
-        let finished: Vec<(Package, Vec<LoadIssue>)> = match split {
-            Some(at) => {
-                let mut first = parts;
-                let second = first.split_off(at);
-                let (mut first, second) = std::thread::scope(|scope| {
-                    let second = scope.spawn(|| finish_packages(second, files));
-                    let first = finish_packages(first, files);
-                    (
-                        first,
-                        second.join().expect("a catalog assembling thread panicked"),
-                    )
-                });
-                first.extend(second);
-                first
+        let finished: Vec<(Package, Vec<LoadIssue>)> = if two_threads {
+            // Both threads take the next package until none is left (a thread whose memory
+            // is fresh runs slower; a fixed half would leave the other waiting), and each
+            // package's problems go back in reading order.
+            let count = parts.len();
+            let queue = std::sync::Mutex::new(parts.into_iter().enumerate());
+            let take = || {
+                let mut done = Vec::new();
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some((i, parts)) = next else { break done };
+                    done.push((i, finish_package(parts, files)));
+                }
+            };
+            let (mine, theirs) = std::thread::scope(|scope| {
+                let theirs = scope.spawn(take);
+                let mine = take();
+                (
+                    mine,
+                    theirs.join().expect("a catalog assembling thread panicked"),
+                )
+            });
+            let mut slots: Vec<Option<(Package, Vec<LoadIssue>)>> =
+                std::iter::repeat_with(|| None).take(count).collect();
+            for (i, package) in mine.into_iter().chain(theirs) {
+                slots[i] = Some(package);
             }
-            None => finish_packages(parts, files),
+            slots.into_iter().flatten().collect()
+        } else {
+            parts
+                .into_iter()
+                .map(|parts| finish_package(parts, files))
+                .collect()
         };
         let mut packages = Vec::with_capacity(finished.len());
         for (package, issues) in finished {
@@ -287,13 +301,6 @@ impl Assembler {
 
 /// From this many packages on, [`Assembler::finish`] uses a second thread.
 const PARALLEL_PACKAGES: usize = 256;
-
-fn finish_packages(parts: Vec<Parts>, files: &[String]) -> Vec<(Package, Vec<LoadIssue>)> {
-    parts
-        .into_iter()
-        .map(|parts| finish_package(parts, files))
-        .collect()
-}
 
 /// One package: its bundles by name (a second bundle of one name is refused), its channels,
 /// its provider.

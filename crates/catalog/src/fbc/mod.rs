@@ -8,6 +8,7 @@
 
 mod assemble;
 mod decode;
+mod pipeline;
 mod render;
 mod stream;
 

@@ -33,18 +33,33 @@ pub(crate) fn read_json(
     file: u32,
     assembler: &mut Assembler,
 ) -> std::io::Result<()> {
-    read_json_chunked(reader, CHUNK, file, assembler)
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+        super::pipeline::read_json(reader, CHUNK, PARALLEL_FROM, file, assembler)
+    } else {
+        read_json_chunked(reader, CHUNK, file, assembler)
+    }
 }
 
-/// [`read_json`] reading `chunk` bytes at a time.
+/// [`read_json`] reading `chunk` bytes at a time, one buffer after the other.
 pub(crate) fn read_json_chunked(
-    mut reader: impl Read,
+    reader: impl Read,
     chunk: usize,
     file: u32,
     assembler: &mut Assembler,
 ) -> std::io::Result<()> {
-    let mut buf: Vec<u8> = Vec::with_capacity(chunk);
     let mut position = Position::new(file);
+    let buf = Vec::with_capacity(chunk);
+    read_on(reader, chunk, buf, &mut position, assembler)
+}
+
+/// Reads the rest of a stream whose next bytes are `buf`, one buffer after the other.
+pub(super) fn read_on(
+    mut reader: impl Read,
+    chunk: usize,
+    mut buf: Vec<u8>,
+    position: &mut Position,
+    assembler: &mut Assembler,
+) -> std::io::Result<()> {
     let mut interners = Interners::default();
     let mut end_of_input = false;
     loop {
@@ -56,8 +71,7 @@ pub(crate) fn read_json_chunked(
             };
             end_of_input = fill(&mut reader, &mut buf, want)?;
         }
-        let consumed =
-            decode_available(&buf, end_of_input, &mut position, assembler, &mut interners);
+        let consumed = decode_available(&buf, end_of_input, position, assembler, &mut interners);
         position.forget(&buf[..consumed]);
         buf.drain(..consumed);
         if end_of_input {
@@ -67,7 +81,11 @@ pub(crate) fn read_json_chunked(
 }
 
 /// Reads until `buf` holds `want` bytes or the input ends; true at the end.
-fn fill(reader: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> std::io::Result<bool> {
+pub(super) fn fill(
+    reader: &mut impl Read,
+    buf: &mut Vec<u8>,
+    want: usize,
+) -> std::io::Result<bool> {
     let target = want.max(buf.len() + 1);
     buf.reserve(target - buf.len());
     while buf.len() < target {
@@ -103,7 +121,7 @@ pub(crate) fn read_json_bytes(bytes: &[u8], file: u32, assembler: &mut Assembler
 
 /// Line and document bookkeeping across chunks; lines are counted only when a message needs
 /// one, from the last point counted.
-struct Position {
+pub(super) struct Position {
     file: u32,
     /// Blobs seen so far in the file.
     documents: u32,
@@ -114,7 +132,7 @@ struct Position {
 }
 
 impl Position {
-    fn new(file: u32) -> Position {
+    pub(super) fn new(file: u32) -> Position {
         Position {
             file,
             documents: 0,
@@ -140,7 +158,7 @@ impl Position {
     }
 
     /// `consumed` leaves the buffer.
-    fn forget(&mut self, consumed: &[u8]) {
+    pub(super) fn forget(&mut self, consumed: &[u8]) {
         let (from, line) = if consumed.len() >= self.known.0 {
             self.known
         } else {
@@ -158,7 +176,7 @@ fn newlines(bytes: &[u8]) -> u32 {
 /// What decoding a run of blobs found, in order.
 // Nearly every item is a `Blob`: boxing its fields would cost one allocation per bundle.
 #[allow(clippy::large_enum_variant)]
-enum Decoded {
+pub(super) enum Decoded {
     /// A blob that decoded, starting at this offset.
     Blob(usize, Fields),
     /// A blob at `begin..end` that did not, and why.
@@ -167,7 +185,7 @@ enum Decoded {
 
 /// How a run of blobs ended.
 #[derive(Debug, PartialEq)]
-enum Stop {
+pub(super) enum Stop {
     /// At `until` or the end of the data: the next blob starts at this offset.
     Reached(usize),
     /// A blob starts at this offset and does not end within the data.
@@ -177,7 +195,7 @@ enum Stop {
 /// Decodes the blobs starting in `data[from..until]` with `interner`, handing each to `out` in
 /// order. `text` is the longest valid UTF-8 prefix of `data`. Unless `last`, a blob that may
 /// continue past the data is left for later.
-fn decode_run(
+pub(super) fn decode_run(
     data: &[u8],
     text: &str,
     from: usize,
@@ -256,7 +274,7 @@ fn decode_slice(bytes: &[u8], interner: &mut Interner) -> Result<Fields, serde_j
 
 /// Where a second thread may start: the first line that begins a value after `share` of
 /// `data`.
-fn split_point(data: &[u8], share: f64) -> Option<usize> {
+pub(super) fn split_point(data: &[u8], share: f64) -> Option<usize> {
     let at = (data.len() as f64 * share) as usize;
     memchr::memmem::find(&data[at..], b"\n{").map(|found| at + found + 1)
 }
@@ -281,10 +299,7 @@ fn decode_available(
     assembler: &mut Assembler,
     interners: &mut Interners,
 ) -> usize {
-    let text = match std::str::from_utf8(data) {
-        Ok(text) => text,
-        Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
-    };
+    let text = valid_text(data);
     let mut add = |item: Decoded| add_decoded(item, data, position, assembler);
     let split = (data.len() >= PARALLEL_FROM
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
@@ -325,22 +340,45 @@ fn decode_available(
         Stop::Reached(_) => data.len(),
         Stop::Incomplete(begin) if !last => begin,
         Stop::Incomplete(begin) => {
-            position.documents += 1;
-            let place = position.place(data, begin);
-            assembler.problem(
-                place,
-                IssueKind::UnreadableFile,
-                None,
-                None,
-                "not JSON: a value starts here and never ends; the rest of the file is left out",
-            );
+            report_unended(data, begin, position, assembler);
             data.len()
         }
     }
 }
 
+/// The longest prefix of `data` that is UTF-8 text.
+pub(super) fn valid_text(data: &[u8]) -> &str {
+    match std::str::from_utf8(data) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// A value that starts at `begin` of the stream's last buffer and never ends.
+pub(super) fn report_unended(
+    data: &[u8],
+    begin: usize,
+    position: &mut Position,
+    assembler: &mut Assembler,
+) {
+    position.documents += 1;
+    let place = position.place(data, begin);
+    assembler.problem(
+        place,
+        IssueKind::UnreadableFile,
+        None,
+        None,
+        "not JSON: a value starts here and never ends; the rest of the file is left out",
+    );
+}
+
 /// One decoded blob into the catalog, or its problem into the report.
-fn add_decoded(item: Decoded, data: &[u8], position: &mut Position, assembler: &mut Assembler) {
+pub(super) fn add_decoded(
+    item: Decoded,
+    data: &[u8],
+    position: &mut Position,
+    assembler: &mut Assembler,
+) {
     position.documents += 1;
     match item {
         Decoded::Blob(begin, fields) => {

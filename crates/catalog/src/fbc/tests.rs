@@ -262,6 +262,9 @@ fn chunked_reading_agrees_with_reading_in_memory() {
         let (c, i) = chunked.finish();
         assert_eq!(c, catalog, "chunk {chunk}");
         assert_eq!(i, issues, "chunk {chunk}");
+        let (c, i) = read_pipelined(&text, chunk, chunk / 2);
+        assert_eq!(c, catalog, "pipelined, chunk {chunk}");
+        assert_eq!(i, issues, "pipelined, chunk {chunk}");
     }
     assert_eq!(catalog.packages["p"].bundles.len(), 40);
     assert_eq!(issues.len(), 1, "{issues:?}");
@@ -318,7 +321,27 @@ fn read_both_ways(text: &str) -> [(crate::model::Catalog, Vec<crate::load::LoadI
     let mut chunked = Assembler::default();
     let file = chunked.file("c.json".into());
     stream::read_json_chunked(text.as_bytes(), 4096, file, &mut chunked).unwrap();
-    [whole.finish(), chunked.finish()]
+    let chunked = chunked.finish();
+    // Two threads in a pipeline, with buffers small enough that every guess is put to the
+    // test: where a buffer is cut, where it is split, and what spans them.
+    for (chunk, parallel_from) in [(4096, 1024), (700, 300), (50_000, 1)] {
+        let pipelined = read_pipelined(text, chunk, parallel_from);
+        assert_eq!(pipelined.0, chunked.0, "chunk {chunk}");
+        assert_eq!(pipelined.1, chunked.1, "chunk {chunk}");
+    }
+    [whole.finish(), chunked]
+}
+
+fn read_pipelined(
+    text: &str,
+    chunk: usize,
+    parallel_from: usize,
+) -> (crate::model::Catalog, Vec<crate::load::LoadIssue>) {
+    let mut assembler = Assembler::default();
+    let file = assembler.file("c.json".into());
+    super::pipeline::read_json(text.as_bytes(), chunk, parallel_from, file, &mut assembler)
+        .unwrap();
+    assembler.finish()
 }
 
 #[test]

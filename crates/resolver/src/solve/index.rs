@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use windlass_catalog::{
     Bundle, Catalog, Constraint, Package,
@@ -146,16 +147,42 @@ impl<'c> Index<'c> {
             next += package.bundles.len() as BundleId;
         }
         // Ordering each package's bundles needs nothing from numbering their APIs and
-        // requirements: in a large catalog the two run side by side.
+        // requirements: in a large catalog a second thread starts on the orders while this
+        // one numbers, then both take the next package until none is left.
+        let packages: Vec<&Package> = catalog.packages.values().collect();
         let orders = if two_threads {
-            std::thread::scope(|scope| {
-                let orders = scope.spawn(|| package_orders(catalog, &firsts));
+            let next = AtomicUsize::new(0);
+            let take = || {
+                let mut done = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(package) = packages.get(i) else {
+                        break done;
+                    };
+                    done.push((i, package_order(package, firsts[i])));
+                }
+            };
+            let (mine, theirs) = std::thread::scope(|scope| {
+                let theirs = scope.spawn(take);
                 index.number_bundles(catalog);
-                orders.join().expect("a resolver indexing thread panicked")
-            })
+                let mine = take();
+                (
+                    mine,
+                    theirs.join().expect("a resolver indexing thread panicked"),
+                )
+            });
+            let mut orders = vec![Vec::new(); packages.len()];
+            for (i, order) in mine.into_iter().chain(theirs) {
+                orders[i] = order;
+            }
+            orders
         } else {
             index.number_bundles(catalog);
-            package_orders(catalog, &firsts)
+            packages
+                .iter()
+                .zip(&firsts)
+                .map(|(package, first)| package_order(package, *first))
+                .collect()
         };
         index.packages = catalog
             .packages
@@ -455,31 +482,24 @@ impl<'c> Requirements<'c> {
 /// From this many bundles on, [`Index::build`] uses a second thread.
 const PARALLEL_BUNDLES: usize = 10_000;
 
-/// Each package's bundle ids (numbered from `firsts[i]` in the package's own order), best
-/// first for a dependency: default channel head, then the default channel's entries, then
-/// higher versions.
-fn package_orders(catalog: &Catalog, firsts: &[BundleId]) -> Vec<Vec<BundleId>> {
-    catalog
-        .packages
-        .values()
-        .zip(firsts)
-        .map(|(package, &first)| {
-            let bundles: Vec<&Bundle> = package.bundles.values().collect();
-            // Ranked once per bundle, not once per comparison: a package of many versions
-            // would otherwise look every name up again at each step of the sort.
-            let rank = preference_rank(package);
-            let ranks: Vec<u8> = bundles.iter().map(|b| rank(b)).collect();
-            let mut order: Vec<u32> = (0..bundles.len() as u32).collect();
-            order.sort_by(|a, b| {
-                let (ba, bb) = (bundles[*a as usize], bundles[*b as usize]);
-                ranks[*a as usize]
-                    .cmp(&ranks[*b as usize])
-                    .then_with(|| precedence(&bb.version, &ba.version))
-                    .then_with(|| ba.name.cmp(&bb.name))
-            });
-            order.into_iter().map(|i| first + i).collect()
-        })
-        .collect()
+/// A package's bundle ids (numbered from `first` in the package's own order), best first for
+/// a dependency: default channel head, then the default channel's entries, then higher
+/// versions.
+fn package_order(package: &Package, first: BundleId) -> Vec<BundleId> {
+    let bundles: Vec<&Bundle> = package.bundles.values().collect();
+    // Ranked once per bundle, not once per comparison: a package of many versions would
+    // otherwise look every name up again at each step of the sort.
+    let rank = preference_rank(package);
+    let ranks: Vec<u8> = bundles.iter().map(|b| rank(b)).collect();
+    let mut order: Vec<u32> = (0..bundles.len() as u32).collect();
+    order.sort_by(|a, b| {
+        let (ba, bb) = (bundles[*a as usize], bundles[*b as usize]);
+        ranks[*a as usize]
+            .cmp(&ranks[*b as usize])
+            .then_with(|| precedence(&bb.version, &ba.version))
+            .then_with(|| ba.name.cmp(&bb.name))
+    });
+    order.into_iter().map(|i| first + i).collect()
 }
 
 /// 0: head of the default channel, 1: in the default channel, 2: elsewhere.
