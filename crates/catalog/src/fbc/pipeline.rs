@@ -58,6 +58,7 @@ pub(super) fn read_json(
             interner: Interner::default(),
             jobs,
             done,
+            spare: Vec::new(),
         };
         reading.run(assembler)
         // Dropping `reading` closes the job queue; the second thread ends with it.
@@ -67,19 +68,21 @@ pub(super) fn read_json(
 /// The second thread: decodes each job's later part, in order.
 fn decode_jobs(jobs: Receiver<Job>, done: SyncSender<Done>) {
     let mut interner = Interner::default();
-    for job in jobs {
-        let data = job.data.as_slice();
-        let text = valid_text(data);
+    for Job { data, split } in jobs {
+        let bytes = data.as_slice();
+        let text = valid_text(bytes);
         let mut items = Vec::new();
         let stop = decode_run(
-            data,
+            bytes,
             text,
-            job.split,
-            data.len(),
+            split,
+            bytes.len(),
             true,
             &mut interner,
             &mut |d| items.push(d),
         );
+        // Let go of the buffer before answering, so the reader can use it again.
+        drop(data);
         if done.send((items, stop)).is_err() {
             return;
         }
@@ -99,6 +102,8 @@ struct Reading<R> {
     interner: Interner,
     jobs: SyncSender<Job>,
     done: Receiver<Done>,
+    /// Buffers done with, to read into again: a fresh one costs a page fault per page.
+    spare: Vec<Vec<u8>>,
 }
 
 /// Where the pipeline left off when a guess failed: the bytes not yet assembled.
@@ -111,7 +116,16 @@ impl<R: Read> Reading<R> {
         let mut end_of_input = false;
         loop {
             // The next buffer: what the last one left, and more.
-            let mut buf = std::mem::take(&mut carry);
+            let mut buf = if carry.len() >= self.chunk / 2 {
+                // A value larger than a buffer grows on in place.
+                std::mem::take(&mut carry)
+            } else {
+                let mut buf = self.spare.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(&carry);
+                carry.clear();
+                buf
+            };
             if !end_of_input {
                 let want = buf.len() + self.chunk;
                 end_of_input = fill(&mut self.reader, &mut buf, want)?;
@@ -128,7 +142,8 @@ impl<R: Read> Reading<R> {
                     }
                 }
             };
-            carry = buf.split_off(cut);
+            carry.extend_from_slice(&buf[cut..]);
+            buf.truncate(cut);
             let data = Arc::new(buf);
             let split = (data.len() >= self.parallel_from)
                 .then(|| split_point(&data, FIRST_SHARE))
@@ -153,7 +168,7 @@ impl<R: Read> Reading<R> {
             let last = end_of_input && carry.is_empty();
             match self.first_part(&data, split, last, assembler)? {
                 Ok(Some(flight)) => in_flight = Some(flight),
-                Ok(None) => {}
+                Ok(None) => self.recycle(data),
                 Err(Rest(mut rest)) => {
                     rest.extend_from_slice(&carry);
                     return self.read_on_alone(rest, assembler);
@@ -223,7 +238,18 @@ impl<R: Read> Reading<R> {
         for item in items {
             add_decoded(item, bytes, &mut self.position, assembler);
         }
-        Ok(self.ended(bytes, stop, false, assembler).map(|_| ()))
+        let ended = self.ended(bytes, stop, false, assembler).map(|_| ());
+        self.recycle(flight.data);
+        Ok(ended)
+    }
+
+    /// Keeps a buffer no thread uses any more for the next read.
+    fn recycle(&mut self, data: Arc<Vec<u8>>) {
+        if self.spare.len() < 2
+            && let Ok(buf) = Arc::try_unwrap(data)
+        {
+            self.spare.push(buf);
+        }
     }
 
     /// A buffer decoded up to `stop`: done (and forgotten) when its last blob ended; at the
