@@ -7,8 +7,11 @@
 //! cannot occur inside a JSON string, so the next `\n{` is where a blob most likely ends. The
 //! parser confirms it (the value must end there); when it does not (values on one line, a
 //! nested `{` at the start of a line, a malformed blob), the exact end is found by brackets and
-//! the blob decoded or reported on its own. Large buffers are decoded by two threads, split at
-//! such a line start; the split is used only when the first half's blobs end exactly there.
+//! the blob decoded or reported on its own. A large buffer held in memory is decoded by two
+//! threads, split at such a line start; the split is used only when the first part's blobs end
+//! exactly there. A stream read from a file goes through the two-thread pipeline of
+//! [`super::pipeline`] when the machine has two cores, and is read here one buffer after the
+//! other otherwise (or once a guess of the pipeline fails).
 
 use std::io::Read;
 
