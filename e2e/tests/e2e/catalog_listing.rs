@@ -304,6 +304,12 @@ async fn delisting_keeps_installs_running_without_upgrades_and_relisting_resumes
         is_at(b, BlueprintPhase::Succeeded, "1.0.1")
     })
     .await;
+    // The CLI finds what a catalog serves through its Package views, which the Package
+    // controller writes on its own schedule: an install can finish first.
+    package_view(&client, &catalog.name, &package, "1.0.1 offered", |s| {
+        s.versions.iter().any(|v| v == "1.0.1")
+    })
+    .await;
 
     let (ok, out, err) = run_windlass(&[
         "catalog",
