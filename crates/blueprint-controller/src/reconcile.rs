@@ -11,6 +11,7 @@ use std::{
     collections::HashMap,
     future::Future,
     sync::{Arc, Mutex},
+    time::Duration,
 };
 
 use futures::StreamExt;
@@ -37,8 +38,8 @@ use windlass_api::{
 };
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{
-    Applier, Identities, ListFloor, Metrics, Notice, OwnWrites, Scope, Shell, TrustGate, runner,
-    status, synced::synced,
+    Applier, Identities, ListFloor, Metrics, Notice, OwnWrites, ProgressHold, Scope, Shell,
+    TrustGate, runner, status, synced::synced,
 };
 use windlass_revisions::SealKey;
 
@@ -70,6 +71,8 @@ pub struct Context {
     pub memo: Memo,
     /// This controller's last status and bookkeeping writes, until the cache shows them.
     pub own_writes: OwnWrites,
+    /// When this controller last wrote each Blueprint's status: reworded progress waits.
+    pub progress: ProgressHold,
     /// The CSVs Blueprints own, trimmed ([`csv_cache::trim`]).
     pub csvs: Store<ClusterServiceVersion>,
     /// The Blueprints whose CSVs this controller wrote since the cache last matched a list.
@@ -156,6 +159,7 @@ pub async fn run(
         trust,
         memo: Memo::default(),
         own_writes: OwnWrites::default(),
+        progress: ProgressHold::default(),
         csvs: csv_cache,
         csv_writes: CsvWrites::default(),
         revision_lists: ListFloor::default(),
@@ -269,6 +273,7 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
         let uid = blueprint.uid().unwrap_or_default();
         ctx.own_writes.forget(&uid);
         ctx.csv_writes.forget(&uid);
+        ctx.progress.forget(&uid);
         return Ok(Action::await_change());
     };
     // Before the caches listed, a CSV or a dependency not listed yet would look missing.
@@ -289,6 +294,7 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
             ctx.memo.forget(&uid);
             ctx.csv_writes.forget(&uid);
             ctx.own_writes.forget(&uid);
+            ctx.progress.forget(&uid);
             cleanup(&blueprint, ctx).await
         },
     )
@@ -512,7 +518,7 @@ async fn execute(
             ctx.memo.record(&uid, applied, std::time::Instant::now());
         }
     }
-    let written = write_status(ctx, blueprint, &decision).await?;
+    let (written, held) = write_status(ctx, blueprint, &decision).await?;
     if let Some(bookkeeping) = &decision.bookkeeping {
         // Guarded by the resourceVersion the status was written at: a change someone made in
         // between throws this decision away.
@@ -540,7 +546,10 @@ async fn execute(
         info!(revision = bookkeeping.revision, "revision recorded");
     }
     prune_revisions(ctx, blueprint, &decision.prune_revisions).await?;
-    Ok(Action::requeue(decision.requeue))
+    // A held status is written when its hold ends, unless a change comes first.
+    Ok(Action::requeue(held.map_or(decision.requeue, |wait| {
+        wait.min(decision.requeue)
+    })))
 }
 
 /// The applier acting as the install identity of `loaded`'s placement.
@@ -560,14 +569,23 @@ fn installer_for(ctx: &Context, loaded: &content::Loaded, name: &str) -> Result<
 /// Writes the status when it changed, guarded by the resourceVersion the decision was made
 /// from (a conflict means someone changed the Blueprint since: decide again). Publishes the
 /// decision's Events once the status that justifies them is written. Returns the Blueprint as
-/// written, whose resourceVersion guards the bookkeeping patch.
+/// written, whose resourceVersion guards the bookkeeping patch, and how long a status that only
+/// rewords progress was held back ([`ProgressHold`]; never one that comes with bookkeeping).
 async fn write_status(
     ctx: &Context,
     blueprint: &Blueprint,
     decision: &Decision,
-) -> Result<Blueprint, Error> {
+) -> Result<(Blueprint, Option<Duration>), Error> {
     if blueprint.status.as_ref() == Some(&decision.status) {
-        return Ok(blueprint.clone());
+        return Ok((blueprint.clone(), None));
+    }
+    let uid = blueprint.uid().unwrap_or_default();
+    let now = std::time::Instant::now();
+    let old = blueprint.status.clone().unwrap_or_default();
+    if decision.bookkeeping.is_none()
+        && let Some(wait) = ctx.progress.wait(&uid, &old, &decision.status, now)
+    {
+        return Ok((blueprint.clone(), Some(wait)));
     }
     let api = Api::<Blueprint>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace);
     let written = status::apply_status(
@@ -582,13 +600,14 @@ async fn write_status(
         source,
     })?;
     ctx.own_writes.wrote(&written);
+    ctx.progress.wrote(&uid, now);
     for notice in &decision.notes {
         ctx.shell
             .events
             .publish(&blueprint.object_ref(&()), notice)
             .await;
     }
-    Ok(written)
+    Ok((written, None))
 }
 
 async fn prune_revisions(

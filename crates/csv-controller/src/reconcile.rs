@@ -35,7 +35,7 @@ use windlass_api::{
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 use windlass_kit::{
     Applier, ApplyError, Identities, ListFloor, Metrics, Notice, ObjectKey, OwnWrites,
-    ReconcileError, Scope, Shell, Stage,
+    ProgressHold, ReconcileError, Scope, Shell, Stage,
     runner::{self, FromFinalizerError},
     status,
     synced::{NotSynced, synced},
@@ -126,6 +126,8 @@ pub struct Context {
     pub pod_lists: ListFloor,
     /// This controller's last status write of each CSV, until the cache shows it.
     pub own_writes: OwnWrites,
+    /// When this controller last wrote each CSV's status: a reworded message waits a moment.
+    pub progress: ProgressHold,
 }
 
 /// Runs the controller over `scope` until `shutdown` resolves.
@@ -186,6 +188,7 @@ pub async fn run(
         memo: Memo::default(),
         pod_lists: ListFloor::default(),
         own_writes: OwnWrites::default(),
+        progress: ProgressHold::default(),
     });
     let results = controller
         .owns_stream(deployment_changes)
@@ -235,7 +238,9 @@ pub async fn reconcile(
         csv,
         |csv| async move { install(&csv, ctx).await },
         |csv| async move {
-            ctx.memo.forget(&csv.uid().unwrap_or_default());
+            let uid = csv.uid().unwrap_or_default();
+            ctx.memo.forget(&uid);
+            ctx.progress.forget(&uid);
             cleanup(&csv, ctx).await
         },
     )
@@ -243,22 +248,29 @@ pub async fn reconcile(
 }
 
 /// Writes `new_status` when it differs from `status`, and remembers the write (see
-/// `own_writes`).
+/// `own_writes`). A change of messages alone written moments ago waits: the time to come back
+/// is returned ([`ProgressHold`]).
 async fn write_status(
     ctx: &Context,
     csv: &ClusterServiceVersion,
     status: &windlass_api::ClusterServiceVersionStatus,
     new_status: &windlass_api::ClusterServiceVersionStatus,
-) -> Result<(), Error> {
+) -> Result<Option<Duration>, Error> {
     if new_status == status {
-        return Ok(());
+        return Ok(None);
+    }
+    let uid = csv.uid().unwrap_or_default();
+    let now = std::time::Instant::now();
+    if let Some(wait) = ctx.progress.wait(&uid, status, new_status, now) {
+        return Ok(Some(wait));
     }
     let name = csv.name_any();
     let written = status::apply_status(&csv_api(&ctx.shell.client, csv), &name, new_status, None)
         .await
         .map_err(|source| Error::Status { name, source })?;
     ctx.own_writes.wrote(&written);
-    Ok(())
+    ctx.progress.wrote(&uid, now);
+    Ok(None)
 }
 
 fn csv_api(client: &Client, csv: &ClusterServiceVersion) -> Api<ClusterServiceVersion> {
@@ -480,7 +492,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             .observed(csv.metadata.generation),
             now,
         );
-    write_status(ctx, csv, &status, &new_status).await?;
+    let held = write_status(ctx, csv, &status, &new_status).await?;
     if conversions_new {
         let note = format!(
             "installed with {} change(s) for this Kubernetes version: {}",
@@ -507,7 +519,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         info!(phase = ?decision.phase, reason = decision.reason, "phase changed");
     }
 
-    match decision.phase {
+    let action = match decision.phase {
         CsvPhase::Deleting => {
             let key = ObjectKey {
                 api_version: ClusterServiceVersion::api_version(&()).into_owned(),
@@ -522,16 +534,18 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                     what: key.to_string(),
                     source,
                 })?;
-            Ok(Action::await_change())
+            return Ok(Action::await_change());
         }
-        CsvPhase::Installing | CsvPhase::InstallReady => {
-            // Come back before the deadline passes even if nothing else changes.
-            Ok(Action::requeue(Duration::from_secs(5)))
-        }
-        CsvPhase::Pending | CsvPhase::Replacing => Ok(Action::requeue(Duration::from_secs(15))),
+        // Come back before the deadline passes even if nothing else changes.
+        CsvPhase::Installing | CsvPhase::InstallReady => Duration::from_secs(5),
+        CsvPhase::Pending | CsvPhase::Replacing => Duration::from_secs(15),
         // Certificates are checked for rotation now and then; nothing is written unless due.
-        _ => Ok(Action::requeue(Duration::from_secs(3600))),
-    }
+        _ => Duration::from_secs(3600),
+    };
+    // A held status is written when its hold ends, unless a change comes first.
+    Ok(Action::requeue(
+        held.map_or(action, |wait| wait.min(action)),
+    ))
 }
 
 /// The CSV's install ServiceAccount as the API server names it (`None`: the manager).

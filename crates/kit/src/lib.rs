@@ -18,6 +18,8 @@
 //!   error policy and the finalizer wrapper;
 //! - [`freshness::OwnWrites`]: reading a controller's own writes from its watch cache, going
 //!   to the API server only while the cache has not shown the last one yet;
+//! - [`ProgressHold`]: status changes that only reword progress messages wait a few seconds
+//!   after the object's last status write, so a fast install writes its transitions only;
 //! - [`ListFloor`]: lists answered from the API server's watch cache at once, never older than
 //!   what this process saw or wrote;
 //! - [`synced`]: waiting for a watch cache's first complete list before deciding from it;
@@ -33,6 +35,7 @@ pub mod freshness;
 pub mod identity;
 pub mod list_floor;
 pub mod mirrors;
+pub mod progress;
 pub mod runner;
 pub mod scope;
 pub mod seal_key;
@@ -46,6 +49,7 @@ pub use events::{Events, Notice};
 pub use freshness::OwnWrites;
 pub use identity::Identities;
 pub use list_floor::ListFloor;
+pub use progress::ProgressHold;
 pub use runner::{Metrics, ReconcileError, Stage};
 pub use scope::Scope;
 pub use trust::TrustGate;

@@ -35,7 +35,7 @@ use windlass_api::{
 };
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{
-    Metrics, Notice, OwnWrites, ReconcileError, Scope, Shell, Stage, runner, status,
+    Metrics, Notice, OwnWrites, ProgressHold, ReconcileError, Scope, Shell, Stage, runner, status,
     synced::{NotSynced, synced},
     triggers,
 };
@@ -105,6 +105,8 @@ pub struct Context {
     /// This controller's last writes of Subscription status and of Blueprints, until the
     /// caches show them.
     pub own_writes: OwnWrites,
+    /// When this controller last wrote each Subscription's status: reworded progress waits.
+    pub progress: ProgressHold,
 }
 
 /// How long to wait before trying again when a bundle could not be read, or the catalogs are
@@ -145,6 +147,7 @@ pub async fn run(
         subscriptions: known.clone(),
         blueprints: blueprint_cache,
         own_writes: OwnWrites::default(),
+        progress: ProgressHold::default(),
     });
     // What the other Subscriptions last saw of each Blueprint (a few hundred bytes each); a
     // Blueprint leaves the map when it is being deleted (its finalizer makes sure that is seen).
@@ -218,7 +221,9 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
     synced(&ctx.blueprints, "Blueprint").await?;
     let seen = read_namespace(&ctx, &sub).await?;
     let Some(sub) = seen.subscriptions.iter().find(|s| s.name_any() == name) else {
-        ctx.own_writes.forget(&sub.uid().unwrap_or_default());
+        let uid = sub.uid().unwrap_or_default();
+        ctx.own_writes.forget(&uid);
+        ctx.progress.forget(&uid);
         return Ok(Action::await_change());
     };
     if sub.metadata.deletion_timestamp.is_some() {
@@ -336,6 +341,12 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
         Timestamp::now(),
     );
     if sub.status.as_ref() != Some(&new) {
+        let uid = sub.uid().unwrap_or_default();
+        let now = std::time::Instant::now();
+        // The Blueprint's progress reworded moments after the last write waits for the next.
+        if let Some(wait) = ctx.progress.wait(&uid, &old, &new, now) {
+            return Ok(Action::requeue(wait));
+        }
         let api = Api::<Subscription>::namespaced(ctx.shell.client.clone(), &namespace);
         let written = status::apply_status(&api, &name, &new, None)
             .await
@@ -344,6 +355,7 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
                 source,
             })?;
         ctx.own_writes.wrote(&written);
+        ctx.progress.wrote(&uid, now);
         for notice in state::notices(&old, &new) {
             ctx.shell
                 .events

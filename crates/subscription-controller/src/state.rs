@@ -342,7 +342,9 @@ pub fn catalog_problems(catalogs: &[CatalogView]) -> Vec<String> {
 pub use windlass_kit::Notice;
 
 /// The Events a status change deserves: a new state, resolution failing or recovering, the
-/// target pinned or resumed, a catalog turning unhealthy. Nothing when nothing changed.
+/// target pinned or resumed, a catalog turning unhealthy. Nothing when nothing changed. A
+/// resolution that succeeds as the state changes (a first install, an upgrade found) is told
+/// in the state's Event: one Event for one moment, each a write the API server pays for.
 pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice> {
     let mut out = Vec::new();
     let flipped = |type_: &str| {
@@ -350,12 +352,14 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
         let after = find(&new.conditions, type_);
         after.filter(|a| Some(a.status) != before).cloned()
     };
+    let mut state_notice = None;
     if new.state != old.state
         && let Some(state) = new.state
     {
         let installed = find(&new.conditions, conditions::INSTALLED)
             .map(|c| c.message.clone())
             .unwrap_or_default();
+        state_notice = Some(out.len());
         out.push(Notice {
             warning: matches!(
                 state,
@@ -380,17 +384,23 @@ pub fn notices(old: &SubscriptionStatus, new: &SubscriptionStatus) -> Vec<Notice
         .filter(|c| c.reason != resolution_reasons::DELISTED)
     {
         let failed = c.status == ConditionStatus::False;
-        out.push(Notice {
-            warning: failed,
-            reason: if failed {
-                "ResolutionFailed"
-            } else {
-                "Resolved"
-            }
-            .into(),
-            action: "Reconcile".into(),
-            message: c.message,
-        });
+        // A resolution that succeeds as the state changes (a first install, an upgrade found)
+        // is told in the state's Event: one Event for one moment.
+        match state_notice.filter(|_| !failed).map(|i| &mut out[i]) {
+            Some(told) if told.message.is_empty() => told.message = c.message,
+            Some(told) => told.message = format!("{}; {}", told.message, c.message),
+            None => out.push(Notice {
+                warning: failed,
+                reason: if failed {
+                    "ResolutionFailed"
+                } else {
+                    "Resolved"
+                }
+                .into(),
+                action: "Reconcile".into(),
+                message: c.message,
+            }),
+        }
     }
     if let Some(c) = flipped(conditions::TARGET_PINNED) {
         let pinned = c.status == ConditionStatus::True;

@@ -256,6 +256,14 @@ fn a_status_reads_off_blueprint_and_resolution_and_settles() {
         ConditionStatus::False
     );
     assert!(find(&first.conditions, conditions::DEPENDENCIES_SUBSCRIBED).is_none());
+    // The state and the resolution that led to it are one moment: one Event tells both.
+    let told = notices(&SubscriptionStatus::default(), &first);
+    let reasons: Vec<&str> = told.iter().map(|n| n.reason.as_str()).collect();
+    assert_eq!(reasons, ["AtLatestKnown"]);
+    assert_eq!(
+        told[0].message,
+        format!("acme-db.v1.1.0 is installed; {}", resolved.message)
+    );
     // Same world, later: the very same status, so nothing is written and no Event published.
     let again = next_status(&first, &seen, at(20));
     assert_eq!(again, first);

@@ -282,11 +282,14 @@ fn dependencies_message(input: &Input<'_>) -> String {
         .join(", ")
 }
 
-/// Events from the difference between the status before and after.
+/// Events from the difference between the status before and after. A phase reached in the
+/// same write as the current revision starts or ends is told in that revision's Event (one
+/// Event, not two, for the same moment): every Event is a write the API server pays for.
 fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
     let mut notes = Vec::new();
     let revision = new.history.first().map_or(0, |r| r.revision);
     let scoped = |what: &str| format!("Revision{revision}.{what}");
+    let mut current_revision_note = None;
     for record in new.history.iter().rev() {
         let before = old.history.iter().find(|r| r.revision == record.revision);
         let action = format!("Revision{}", record.revision);
@@ -294,21 +297,25 @@ fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
             "revision {} ({} {})",
             record.revision, record.cluster_service_version_name, record.version
         );
-        match before {
-            None => notes.push(note(
+        let told = match before {
+            None => note(
                 false,
                 "RevisionStarted",
                 action,
                 format!("{what}: {}", record.reason),
-            )),
-            Some(b) if b.outcome != record.outcome => notes.push(note(
+            ),
+            Some(b) if b.outcome != record.outcome => note(
                 matches!(record.outcome, RevisionOutcome::Failed),
                 &format!("Revision{:?}", record.outcome),
                 action,
                 format!("{what} {:?}: {}", record.outcome, record.reason),
-            )),
-            Some(_) => {}
+            ),
+            Some(_) => continue,
+        };
+        if record.revision == revision {
+            current_revision_note = Some(notes.len());
         }
+        notes.push(told);
     }
     for step in &new.plan {
         let before = old.plan.iter().find(|s| s.name == step.name);
@@ -335,18 +342,25 @@ fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
     if old.phase != new.phase
         && let Some(phase) = new.phase
     {
-        notes.push(note(
-            phase == BlueprintPhase::Failed,
-            &format!("{phase:?}"),
-            scoped("Phase"),
-            format!(
-                "phase {phase:?}{}",
-                new.version
-                    .as_deref()
-                    .map(|v| format!(" at {v}"))
-                    .unwrap_or_default()
-            ),
-        ));
+        let told = format!(
+            "phase {phase:?}{}",
+            new.version
+                .as_deref()
+                .map(|v| format!(" at {v}"))
+                .unwrap_or_default()
+        );
+        match current_revision_note.map(|i| &mut notes[i]) {
+            Some(revision_note) => {
+                revision_note.warning |= phase == BlueprintPhase::Failed;
+                revision_note.message = format!("{}; {told}", revision_note.message);
+            }
+            None => notes.push(note(
+                phase == BlueprintPhase::Failed,
+                &format!("{phase:?}"),
+                scoped("Phase"),
+                told,
+            )),
+        }
     }
     for condition in &new.conditions {
         let guarded = [

@@ -165,6 +165,7 @@ impl Harness {
             trust: Arc::new(TrustGate::new(client, "windlass-system")),
             memo: Default::default(),
             own_writes: Default::default(),
+            progress: Default::default(),
             // No watch runs here: once its CSVs are written, a Blueprint's are listed.
             csvs: listed_empty(),
             csv_writes: Default::default(),

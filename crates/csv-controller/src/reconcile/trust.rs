@@ -95,7 +95,7 @@ pub(super) async fn refuse_untrusted(
         .observed(csv.metadata.generation),
         now,
     );
-    write_status(ctx, csv, status, &new_status).await?;
+    let held = write_status(ctx, csv, status, &new_status).await?;
     if changed {
         ctx.shell
             .events
@@ -103,5 +103,5 @@ pub(super) async fn refuse_untrusted(
             .await;
     }
     // A new spec (the Blueprint applying it again) is a change and comes back here.
-    Ok(Action::await_change())
+    Ok(held.map_or_else(Action::await_change, Action::requeue))
 }

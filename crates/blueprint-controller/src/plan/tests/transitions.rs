@@ -27,6 +27,16 @@ fn first_install_records_the_revision_then_applies_then_completes() {
     );
     assert_eq!(world.record(1).reason, "install 1.0.0");
     assert_eq!(world.record(1).started_time, None, "nothing applied yet");
+    // The revision starting and the phase it puts the Blueprint in are one moment: one Event.
+    let reasons: Vec<&str> = recorded.notes.iter().map(|n| n.reason.as_str()).collect();
+    assert_eq!(reasons, ["RevisionStarted"], "{:?}", recorded.notes);
+    assert!(
+        recorded.notes[0]
+            .message
+            .ends_with("; phase Pending at 1.0.0"),
+        "{}",
+        recorded.notes[0].message
+    );
 
     let applying = world.reconcile();
     let Action::Apply(plan) = &applying.action else {
@@ -56,7 +66,15 @@ fn first_install_records_the_revision_then_applies_then_completes() {
         [(1, "1.0.0".into(), RevisionOutcome::Completed)]
     );
     assert!(world.condition_is("Ready", ConditionStatus::True, "Succeeded"));
-    assert!(done.notes.iter().any(|n| n.reason == "RevisionCompleted"));
+    let reasons: Vec<&str> = done.notes.iter().map(|n| n.reason.as_str()).collect();
+    assert_eq!(reasons, ["RevisionCompleted"], "{:?}", done.notes);
+    assert!(
+        done.notes[0]
+            .message
+            .ends_with("; phase Succeeded at 1.0.0"),
+        "{}",
+        done.notes[0].message
+    );
     assert!(
         !done.notes.iter().any(|n| n.reason.starts_with("Step")),
         "steps done are no Events: {:?}",
