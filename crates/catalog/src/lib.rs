@@ -13,6 +13,7 @@ pub mod name;
 pub mod provider;
 pub mod range;
 pub mod validate;
+pub mod work;
 
 pub use constraint::Constraint;
 pub use load::{LoadError, load_catalog, load_catalogs};

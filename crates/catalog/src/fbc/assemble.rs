@@ -254,33 +254,8 @@ impl Assembler {
         let parts = std::mem::take(&mut self.parts);
         let files = &self.files;
         let finished: Vec<(Package, Vec<LoadIssue>)> = if two_threads {
-            // Both threads take the next package until none is left (a thread whose memory
-            // is fresh runs slower; a fixed half would leave the other waiting), and each
-            // package's problems go back in reading order.
-            let count = parts.len();
-            let queue = std::sync::Mutex::new(parts.into_iter().enumerate());
-            let take = || {
-                let mut done = Vec::new();
-                loop {
-                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                    let Some((i, parts)) = next else { break done };
-                    done.push((i, finish_package(parts, files)));
-                }
-            };
-            let (mine, theirs) = std::thread::scope(|scope| {
-                let theirs = scope.spawn(take);
-                let mine = take();
-                (
-                    mine,
-                    theirs.join().expect("a catalog assembling thread panicked"),
-                )
-            });
-            let mut slots: Vec<Option<(Package, Vec<LoadIssue>)>> =
-                std::iter::repeat_with(|| None).take(count).collect();
-            for (i, package) in mine.into_iter().chain(theirs) {
-                slots[i] = Some(package);
-            }
-            slots.into_iter().flatten().collect()
+            // Each package's problems go back in reading order.
+            crate::work::in_turns(parts, 1, || {}, |_, parts| finish_package(parts, files))
         } else {
             parts
                 .into_iter()

@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use windlass_catalog::{
     Bundle, Catalog, Constraint, Package,
@@ -149,37 +148,18 @@ impl<'c> Index<'c> {
         // Ordering each package's bundles needs nothing from numbering their APIs and
         // requirements: in a large catalog a second thread starts on the orders while this
         // one numbers, then both take the next package until none is left.
-        let packages: Vec<&Package> = catalog.packages.values().collect();
         let orders = if two_threads {
-            let next = AtomicUsize::new(0);
-            let take = || {
-                let mut done = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(package) = packages.get(i) else {
-                        break done;
-                    };
-                    done.push((i, package_order(package, firsts[i])));
-                }
-            };
-            let (mine, theirs) = std::thread::scope(|scope| {
-                let theirs = scope.spawn(take);
-                index.number_bundles(catalog);
-                let mine = take();
-                (
-                    mine,
-                    theirs.join().expect("a resolver indexing thread panicked"),
-                )
-            });
-            let mut orders = vec![Vec::new(); packages.len()];
-            for (i, order) in mine.into_iter().chain(theirs) {
-                orders[i] = order;
-            }
-            orders
+            windlass_catalog::work::in_turns(
+                catalog.packages.values().collect(),
+                1,
+                || index.number_bundles(catalog),
+                |i, package: &Package| package_order(package, firsts[i]),
+            )
         } else {
             index.number_bundles(catalog);
-            packages
-                .iter()
+            catalog
+                .packages
+                .values()
                 .zip(&firsts)
                 .map(|(package, first)| package_order(package, *first))
                 .collect()
