@@ -1,5 +1,5 @@
 //! What this process last applied for each Blueprint. An install wakes its Blueprint several
-//! times while the CSV progresses (InstallReady, Installing, Succeeded, each Deployment's
+//! times while the CSV progresses (Installing, Succeeded, each Deployment's
 //! status); each of those reconciles only has to judge that progress. Loading, validating and
 //! applying the same content again would cost a dozen requests and change nothing.
 //!

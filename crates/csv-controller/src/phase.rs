@@ -1,4 +1,5 @@
-//! The CSV phase machine, OLM-compatible: Pending -> InstallReady -> Installing -> Succeeded,
+//! The CSV phase machine, OLM-compatible: Pending -> InstallReady -> Installing -> Succeeded
+//! (InstallReady is skipped when the pass that finds the requirements met has applied already),
 //! Failed when the deadline passes or a healthy operator breaks, Replacing -> Deleting when a
 //! successor takes over. Pure: the reconciler gathers the inputs and applies the decision.
 
@@ -56,8 +57,8 @@ fn decide(phase: CsvPhase, reason: &'static str, message: impl Into<String>) -> 
 
 /// Whether the reconciler should apply the install strategy in this phase: not while
 /// requirements are unmet, and never once a successor has taken the Deployments over. The pass
-/// that finds the requirements met (and reports InstallReady) applies already, so the
-/// Deployments roll out while that phase is recorded rather than one watch round-trip later.
+/// that finds the requirements met applies already, so the Deployments roll out one watch
+/// round-trip sooner and the CSV moves straight on to Installing.
 pub fn should_apply(inputs: &Inputs<'_>) -> bool {
     inputs.successor.is_none()
         && inputs.requirements_unmet.is_none()
@@ -104,6 +105,14 @@ pub fn next(inputs: &Inputs<'_>) -> Decision {
     }
     match inputs.current {
         None | Some(CsvPhase::Pending) | Some(CsvPhase::Unknown) => {
+            // The pass that found the requirements met has applied the strategy already:
+            // InstallReady would be over before anyone read it, so the CSV goes on to what its
+            // Deployments say (one status write and one Event fewer per install).
+            if inputs.health.is_some() {
+                let mut d = decide(CsvPhase::Installing, reason::INSTALL_WAITING, "installing");
+                d.restart_clock = true;
+                return with_health(d, inputs);
+            }
             return decide(
                 CsvPhase::InstallReady,
                 reason::ALL_REQUIREMENTS_MET,

@@ -46,6 +46,32 @@ fn a_new_csv_with_its_requirements_met_goes_install_ready_then_installing() {
 }
 
 #[test]
+fn a_csv_applied_in_the_pass_that_met_its_requirements_skips_install_ready() {
+    for current in [None, Some(CsvPhase::Pending)] {
+        let d = next(&inputs(
+            current,
+            Some(Health::Progressing("0 of 1 replicas available".into())),
+        ));
+        assert_eq!(
+            (d.phase, d.reason, d.restart_clock),
+            (CsvPhase::Installing, reason::INSTALL_WAITING, true),
+            "from {current:?}"
+        );
+        assert_eq!(d.message, "0 of 1 replicas available");
+        let d = next(&inputs(current, Some(Health::Healthy)));
+        assert_eq!(
+            (d.phase, d.reason),
+            (CsvPhase::Succeeded, reason::INSTALL_SUCCEEDED),
+            "from {current:?}"
+        );
+    }
+    // Unmet requirements still hold it Pending, whatever a stale health says.
+    let mut unmet = inputs(None, Some(Health::Healthy));
+    unmet.requirements_unmet = Some("required CRD x does not exist".into());
+    assert_eq!(next(&unmet).phase, CsvPhase::Pending);
+}
+
+#[test]
 fn unmet_requirements_keep_it_pending_with_the_message() {
     let mut i = inputs(None, None);
     i.requirements_unmet = Some("required CRD x does not exist".into());
