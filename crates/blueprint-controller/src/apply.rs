@@ -55,16 +55,16 @@ impl CustomResources {
     }
 }
 
-/// The live definition of CRD `name`, if there is one.
+/// The live definition of CRD `name`, if there is one, as the API server sent it (what an
+/// apply compares against).
 async fn current_crd(applier: &Applier, name: &str) -> Result<Option<Value>, Error> {
-    let found = Api::<CustomResourceDefinition>::all(applier.client().clone())
-        .get_opt(name)
-        .await
-        .map_err(|source| Error::Read {
-            what: format!("CRD {name}"),
-            source,
-        })?;
-    Ok(found.map(|crd| serde_json::to_value(crd).unwrap_or_default()))
+    let key = ObjectKey {
+        api_version: CRD_API_VERSION.into(),
+        kind: CRD_KIND.into(),
+        namespace: None,
+        name: name.into(),
+    };
+    Ok(applier.get(&key).await?)
 }
 
 /// The resource serving a kind, or `None` when the cluster no longer serves it (then it holds
@@ -124,7 +124,7 @@ pub async fn apply_revision(
     let mut desired: BTreeSet<ObjectKey> = BTreeSet::new();
     for manifest in &loaded.converted.objects {
         let live = loaded.live_crds.get(manifest.name());
-        let (object, writer) = if manifest.kind() == CRD_KIND {
+        let (object, writer, read) = if manifest.kind() == CRD_KIND {
             // A rollback keeps the newer definition of a CRD that exists.
             if plan.content.crds == CrdPolicy::KeepLive && live.is_some() {
                 continue;
@@ -155,7 +155,12 @@ pub async fn apply_revision(
                 );
                 continue;
             }
-            (build::crd(&manifest.object, live, owner, &from), applier)
+            // Compared against the read just made: the same version as `live`.
+            (
+                build::crd(&manifest.object, live, owner, &from),
+                applier,
+                Some(now),
+            )
         } else {
             let (_, namespaced) = applier
                 .resource(manifest.api_version(), manifest.kind())
@@ -169,9 +174,16 @@ pub async fn apply_revision(
             // Namespaced objects as the install identity: the API server decides what it
             // may create.
             let writer = if namespaced { installer } else { applier };
-            (build::object(&manifest.object, namespaced, owner), writer)
+            (
+                build::object(&manifest.object, namespaced, owner),
+                writer,
+                None,
+            )
         };
-        writer.apply(&object).await?;
+        match read {
+            Some(live) => writer.apply_over(&object, live.as_ref()).await?,
+            None => writer.apply(&object).await?,
+        };
         desired.insert(ObjectKey::of(&object));
     }
 

@@ -2,7 +2,7 @@
 //! cluster says (a live CRD, an object's scope) is passed in.
 
 use std::collections::BTreeMap;
-use windlass_api::names::{annotations, labels};
+use windlass_api::names::{annotations, finalizers, labels};
 
 use serde_json::{Map, Value, json};
 use windlass_api::{ClusterServiceVersion, ClusterServiceVersionSpec};
@@ -293,6 +293,9 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
     let mut csv = ClusterServiceVersion::new(&content.cluster_service_version_name, spec);
     csv.metadata.namespace = Some(settings.owner.namespace.clone());
     csv.metadata.labels = Some(settings.owner.labels());
+    // Born with the CSV controller's finalizer: it starts installing at once instead of first
+    // adding it (a write and a round trip per install).
+    csv.metadata.finalizers = Some(vec![finalizers::CSV_CLEANUP.to_string()]);
     csv.metadata.annotations = Some(BTreeMap::from([(
         annotations::REVISION.to_string(),
         settings.revision.to_string(),

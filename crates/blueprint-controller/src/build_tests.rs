@@ -132,6 +132,10 @@ fn the_csv_carries_the_definition_the_revision_and_the_handover() {
         "3"
     );
     assert_eq!(built["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(
+        built["metadata"]["finalizers"],
+        json!(["windlass.dev/csv-cleanup"])
+    );
     assert_eq!(built["spec"]["supersedes"], "acme-db.v1.0.0");
     assert_eq!(built["spec"]["targetNamespaces"], json!(["team-a"]));
     assert_eq!(built["spec"]["progressDeadlineSeconds"], 60);

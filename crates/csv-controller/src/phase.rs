@@ -65,6 +65,18 @@ pub fn should_apply(inputs: &Inputs<'_>) -> bool {
         && inputs.invalid_strategy.is_none()
 }
 
+/// Whether `decision` only takes a CSV into Installing from before it (no phase yet, Pending or
+/// InstallReady): the install started and nothing went wrong. That is usually over moments
+/// later, when the rollout completes, so writing it can wait a few seconds
+/// (`ProgressHold::wait_for_step`): a quick install goes straight to Succeeded.
+pub fn is_first_step(current: Option<CsvPhase>, decision: &Decision) -> bool {
+    decision.phase == CsvPhase::Installing
+        && matches!(
+            current,
+            None | Some(CsvPhase::Pending) | Some(CsvPhase::InstallReady)
+        )
+}
+
 pub fn next(inputs: &Inputs<'_>) -> Decision {
     if let Some(successor) = &inputs.successor {
         return if successor.succeeded {

@@ -219,3 +219,24 @@ fn an_install_its_service_account_may_not_make_waits_then_fails_at_the_deadline(
     i.now = at(61);
     assert_eq!(next(&i).phase, CsvPhase::Failed);
 }
+
+#[test]
+fn only_entering_installing_from_before_it_is_a_first_step() {
+    let installing = decide(CsvPhase::Installing, reason::INSTALL_WAITING, "rollout");
+    for before in [None, Some(CsvPhase::Pending), Some(CsvPhase::InstallReady)] {
+        assert!(is_first_step(before, &installing), "{before:?}");
+    }
+    // Already Installing (a change there is wording or a transition), or back from an outcome.
+    for before in [
+        Some(CsvPhase::Installing),
+        Some(CsvPhase::Succeeded),
+        Some(CsvPhase::Failed),
+    ] {
+        assert!(!is_first_step(before, &installing), "{before:?}");
+    }
+    // Outcomes are never held.
+    let succeeded = decide(CsvPhase::Succeeded, reason::INSTALL_SUCCEEDED, "done");
+    let failed = decide(CsvPhase::Failed, reason::INSTALL_CHECK_FAILED, "broken");
+    assert!(!is_first_step(None, &succeeded));
+    assert!(!is_first_step(None, &failed));
+}

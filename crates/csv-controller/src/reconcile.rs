@@ -56,7 +56,7 @@ mod removal;
 mod trust;
 
 use cluster_state::{Source, find_successor, observe, observe_health};
-use removal::{cleanup, prune};
+use removal::{cleanup, may_have_unwanted, prune};
 use trust::{refuse_untrusted, trusted, verify_seal};
 
 #[derive(Debug, thiserror::Error)]
@@ -248,20 +248,27 @@ pub async fn reconcile(
 }
 
 /// Writes `new_status` when it differs from `status`, and remembers the write (see
-/// `own_writes`). A change of messages alone written moments ago waits: the time to come back
-/// is returned ([`ProgressHold`]).
+/// `own_writes`). A change of messages alone written moments ago waits, and so does a `step`
+/// into Installing ([`phase::is_first_step`]): the time to come back is returned
+/// ([`ProgressHold`]).
 async fn write_status(
     ctx: &Context,
     csv: &ClusterServiceVersion,
     status: &windlass_api::ClusterServiceVersionStatus,
     new_status: &windlass_api::ClusterServiceVersionStatus,
+    step: bool,
 ) -> Result<Option<Duration>, Error> {
     if new_status == status {
         return Ok(None);
     }
     let uid = csv.uid().unwrap_or_default();
     let now = std::time::Instant::now();
-    if let Some(wait) = ctx.progress.wait(&uid, status, new_status, now) {
+    let wait = if step {
+        ctx.progress.wait_for_step(&uid, now)
+    } else {
+        ctx.progress.wait(&uid, status, new_status, now)
+    };
+    if let Some(wait) = wait {
         return Ok(Some(wait));
     }
     let name = csv.name_any();
@@ -419,7 +426,9 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                         patch_conversion(client, &crd, &patch).await?;
                     }
                     external = objects.iter().filter(|o| !o.owned).map(reference).collect();
-                    prune(&ctx.applier, csv, &objects).await?;
+                    if may_have_unwanted(csv) {
+                        prune(&ctx.applier, csv, &objects).await?;
+                    }
                     let (health, deployments) =
                         observe_health(client, &ctx.pod_lists, Source::Server, &namespace, def)
                             .await?;
@@ -492,8 +501,11 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             .observed(csv.metadata.generation),
             now,
         );
-    let held = write_status(ctx, csv, &status, &new_status).await?;
-    if conversions_new {
+    let step = phase::is_first_step(status.phase, &decision);
+    let held = write_status(ctx, csv, &status, &new_status, step).await?;
+    // A held status is not in the cluster yet, so neither is what its Events would tell; the
+    // pass that writes it tells them.
+    if conversions_new && held.is_none() {
         let note = format!(
             "installed with {} change(s) for this Kubernetes version: {}",
             csv.spec.conversions.len(),
@@ -505,7 +517,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             .publish(&csv.object_ref(&()), &notice)
             .await;
     }
-    if changed_phase {
+    if changed_phase && held.is_none() {
         let note = format!("{:?}: {}", decision.phase, decision.message);
         let notice = if decision.phase == CsvPhase::Failed {
             Notice::warning(decision.reason, note)

@@ -239,14 +239,23 @@ impl Applier {
     /// Server-side applies `object` (forced, one field manager) unless the live object already
     /// is what it says ([`up_to_date`]).
     pub async fn apply(&self, object: &Value) -> Result<Applied, ApplyError> {
-        let key = ObjectKey::of(object);
-        let live = self.get(&key).await?;
-        if let Some(live) = &live
+        let live = self.get(&ObjectKey::of(object)).await?;
+        self.apply_over(object, live.as_ref()).await
+    }
+
+    /// [`Applier::apply`] compared against `live`, the object as the caller has just read it
+    /// (`None`: it does not exist), instead of reading it again.
+    pub async fn apply_over(
+        &self,
+        object: &Value,
+        live: Option<&Value>,
+    ) -> Result<Applied, ApplyError> {
+        if let Some(live) = live
             && up_to_date(object, live)
         {
             return Ok(Applied::Unchanged);
         }
-        self.send(&key, object, false).await?;
+        self.send(&ObjectKey::of(object), object, false).await?;
         Ok(if live.is_some() {
             Applied::Updated
         } else {

@@ -65,6 +65,19 @@ impl ProgressHold {
         Some(remaining)
     }
 
+    /// How long a status that only takes an install one step along its usual path should wait
+    /// (the caller says which changes those are: never an outcome, a refusal or a wait on a
+    /// person), or `None` to write it now. It waits as a reworded status does: until this
+    /// controller's last status write of the object is a hold old, or, for an object it has not
+    /// written yet, until it has held such a status for that long. An install that finishes
+    /// within the hold goes straight to its outcome; one that stalls shows the step after it.
+    pub fn wait_for_step(&self, uid: &str, now: Instant) -> Option<Duration> {
+        let since = *self.lock().entry(uid.to_string()).or_insert(now);
+        self.hold
+            .checked_sub(now.saturating_duration_since(since))
+            .filter(|remaining| !remaining.is_zero())
+    }
+
     /// Records a status write of `uid` at `now`.
     pub fn wrote(&self, uid: &str, now: Instant) {
         let mut written = self.lock();
@@ -171,6 +184,40 @@ mod tests {
         assert_eq!(hold.wait("other", &old, &reworded, later), None);
         hold.forget("uid");
         assert_eq!(hold.wait("uid", &old, &reworded, later), None);
+    }
+
+    #[test]
+    fn a_step_along_the_path_waits_for_the_hold_after_the_last_write_or_the_first_step() {
+        let hold = ProgressHold::new(Duration::from_secs(5));
+        let start = Instant::now();
+        // Not written yet: the hold counts from the first step held.
+        assert_eq!(
+            hold.wait_for_step("new", start),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            hold.wait_for_step("new", start + Duration::from_secs(4)),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(
+            hold.wait_for_step("new", start + Duration::from_secs(5)),
+            None
+        );
+        // Written before: the hold counts from that write.
+        hold.wrote("written", start);
+        assert_eq!(
+            hold.wait_for_step("written", start + Duration::from_secs(2)),
+            Some(Duration::from_secs(3))
+        );
+        hold.wrote("written", start + Duration::from_secs(2));
+        assert_eq!(
+            hold.wait_for_step("written", start + Duration::from_secs(3)),
+            Some(Duration::from_secs(4))
+        );
+        assert_eq!(
+            hold.wait_for_step("written", start + Duration::from_secs(8)),
+            None
+        );
     }
 
     #[test]

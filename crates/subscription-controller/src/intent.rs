@@ -5,7 +5,7 @@
 //! person's `approved` / `force` are never sent, so an apply can neither reset nor claim them.
 
 use std::collections::BTreeMap;
-use windlass_api::names::{annotations, labels};
+use windlass_api::names::{annotations, finalizers, labels};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     FieldsV1, ManagedFieldsEntry, OwnerReference, Time,
@@ -156,7 +156,10 @@ pub struct DesiredBlueprint {
 }
 
 impl DesiredBlueprint {
-    /// The server-side apply document.
+    /// The server-side apply document. The Blueprint is created with its controller's
+    /// finalizer, so that controller starts on the install at once instead of first adding it
+    /// (a write and a round trip per install). Always in the document: a later apply without
+    /// it would take it away.
     pub fn document(&self) -> Value {
         json!({
             "apiVersion": Blueprint::api_version(&()),
@@ -166,6 +169,7 @@ impl DesiredBlueprint {
                 "namespace": self.namespace,
                 "labels": self.labels,
                 "ownerReferences": [self.owner],
+                "finalizers": [finalizers::BLUEPRINT_CLEANUP],
             },
             "spec": self.intent,
         })

@@ -169,7 +169,8 @@ fn the_desired_blueprint_carries_intent_and_never_bookkeeping() {
             "ownerReferences": [{
                 "apiVersion": "windlass.dev/v1alpha1", "kind": "Subscription", "name": "db",
                 "uid": "uid-1", "controller": true, "blockOwnerDeletion": true
-            }]
+            }],
+            "finalizers": ["windlass.dev/blueprint-cleanup"]
         })
     );
     assert_eq!(

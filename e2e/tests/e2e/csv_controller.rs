@@ -220,6 +220,78 @@ async fn csv_installs_rbac_and_deployments_and_deleting_it_removes_everything() 
     .await;
 }
 
+/// Given acme-db 1.0.0 installed, when its CSV's spec drops the cluster permissions, then the
+/// ClusterRole and ClusterRoleBinding made for them are removed and the rest stays.
+#[tokio::test]
+async fn a_csv_whose_spec_drops_a_permission_has_its_objects_pruned() {
+    let (client, ns, api) = setup("csv-prune").await;
+    let db = bundle("bundles/acme-db/1.0.0");
+    apply_acme_db_crd(&client).await;
+    let csv = create_sealed(&client, &ns.name, &windlass_csv(&db, &[&ns.name], |_| {})).await;
+    wait_phase(&api, &csv.name_any(), CsvPhase::Succeeded).await;
+    let selector = format!(
+        "windlass.dev/csv={},windlass.dev/csv-namespace={}",
+        csv.name_any(),
+        ns.name
+    );
+    let cluster_roles = Api::<ClusterRole>::all(client.clone());
+    let labelled = ListParams::default().labels(&selector);
+    assert!(
+        !cluster_roles
+            .list(&labelled)
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "acme-db 1.0.0 ships cluster permissions, so a ClusterRole was expected"
+    );
+
+    let mut changed = api.get(&csv.name_any()).await.unwrap();
+    changed.spec = windlass_csv(&db, &[&ns.name], |definition| {
+        definition["spec"]["install"]["spec"]["clusterPermissions"] = json!([]);
+    })
+    .spec;
+    seal_csv_for_manager(&client, &mut changed).await;
+    api.replace(&csv.name_any(), &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    let cluster_bindings = Api::<ClusterRoleBinding>::all(client.clone());
+    wait_for(
+        "the cluster permission's objects to be pruned",
+        TIMEOUT,
+        || async {
+            let roles = cluster_roles
+                .list(&labelled)
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .len();
+            let bindings = cluster_bindings
+                .list(&labelled)
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .len();
+            if roles == 0 && bindings == 0 {
+                Ok(())
+            } else {
+                Err(format!("cluster roles {roles}, bindings {bindings}"))
+            }
+        },
+    )
+    .await;
+    let roles = Api::<Role>::namespaced(client.clone(), &ns.name)
+        .list(&labelled)
+        .await
+        .unwrap();
+    assert!(
+        !roles.items.is_empty(),
+        "the namespaced permission's Role was pruned with the cluster ones"
+    );
+    let after = wait_phase(&api, &csv.name_any(), CsvPhase::Succeeded).await;
+    assert_eq!(after.metadata.generation, Some(2));
+}
+
 /// Given the deliberately broken acme-db 1.1.1, its CSV fails after the progress deadline with
 /// the crash-looping pod's state in the message.
 #[tokio::test]

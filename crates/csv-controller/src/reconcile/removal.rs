@@ -74,6 +74,16 @@ async fn remove(applier: &Applier, key: &ObjectKey) -> Result<(), Error> {
         })
 }
 
+/// Whether objects this CSV created earlier may no longer be wanted. What it creates follows
+/// from its spec alone, so a CSV whose spec never changed (generation 1) wants everything it
+/// created; pruning it would cost a cluster-wide list of every external kind per new CSV.
+/// Leftovers of an earlier CSV of the same name were removed by that CSV's finalizer.
+pub(super) fn may_have_unwanted(csv: &ClusterServiceVersion) -> bool {
+    csv.metadata
+        .generation
+        .is_none_or(|generation| generation > 1)
+}
+
 /// Removes external objects this CSV created earlier that its current spec no longer wants.
 pub(super) async fn prune(
     applier: &Applier,
@@ -103,4 +113,30 @@ pub(super) async fn cleanup(csv: &ClusterServiceVersion, ctx: &Context) -> Resul
         .publish(&kube::Resource::object_ref(csv, &()), &notice)
         .await;
     Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn at(generation: Option<i64>) -> ClusterServiceVersion {
+        ClusterServiceVersion {
+            metadata: ObjectMeta {
+                generation,
+                ..ObjectMeta::default()
+            },
+            spec: Default::default(),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn only_a_changed_spec_can_leave_objects_unwanted() {
+        assert!(!may_have_unwanted(&at(Some(1))));
+        assert!(may_have_unwanted(&at(Some(2))));
+        // Not knowing is treated as changed: pruning is the safe side.
+        assert!(may_have_unwanted(&at(None)));
+    }
 }

@@ -95,7 +95,7 @@ pub(super) async fn refuse_untrusted(
         .observed(csv.metadata.generation),
         now,
     );
-    let held = write_status(ctx, csv, status, &new_status).await?;
+    let held = write_status(ctx, csv, status, &new_status, false).await?;
     if changed {
         ctx.shell
             .events
