@@ -46,7 +46,7 @@ async fn main() {
         // windlass: create the CSV, wait for Succeeded.
         let ns = TestNamespace::create(&client, "bench-csv").await;
         let api = Api::<ClusterServiceVersion>::namespaced(client.clone(), &ns.name);
-        let csv = ClusterServiceVersion::new(
+        let mut csv = ClusterServiceVersion::new(
             bundle.csv.name(),
             ClusterServiceVersionSpec {
                 definition: definition.clone().into(),
@@ -54,6 +54,10 @@ async fn main() {
                 ..Default::default()
             },
         );
+        // The manager installs only CSVs it sealed (the Blueprint controller seals the ones it
+        // writes); this one is sealed with its key as a Blueprint would.
+        csv.metadata.namespace = Some(ns.name.clone());
+        windlass_testkit::manager::seal_csv_for_manager(&client, &mut csv).await;
         let start = Instant::now();
         api.create(&PostParams::default(), &csv).await.unwrap();
         loop {
