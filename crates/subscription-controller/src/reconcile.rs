@@ -36,7 +36,7 @@ use windlass_api::{
 use windlass_catalog_store::CatalogStore;
 use windlass_kit::{
     Metrics, Notice, OwnWrites, ProgressHold, ReconcileError, Scope, Shell, Stage, runner, status,
-    synced::{NotSynced, synced},
+    synced::{NotSynced, ready_within, synced},
     triggers,
 };
 
@@ -247,7 +247,7 @@ pub async fn reconcile(sub: Arc<Subscription>, ctx: Arc<Context>) -> Result<Acti
         .filter(|_| !resume);
     // The reflector is empty until its first list; health and the loading check need it. A
     // reflector that cannot list must not hold every reconcile, hence the bound.
-    let _ = tokio::time::timeout(RETRY, ctx.catalogs.wait_until_ready()).await;
+    let _ = ready_within(&ctx.catalogs, RETRY).await;
 
     // What is installed and no longer offered keeps its target: nothing is resolved for it.
     let target_bundle = live.as_ref().and_then(|b| b.spec.bundle.clone());
