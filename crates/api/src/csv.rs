@@ -70,6 +70,35 @@ pub struct ClusterServiceVersionSpec {
     /// the ImageMirrorSets; `definition` keeps the bundle's own references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_rewrites: Vec<crate::mirror::ImageRewrite>,
+    /// Who applied this CSV and what it may have created, set by the Blueprint that applies it
+    /// and covered by its seal. The CSV controller acts on a CSV only while that Blueprint
+    /// exists, owns it and is at this revision, and while the InstallPolicy that permitted it
+    /// is at the generation recorded here: a sealed copy replayed after an uninstall, after
+    /// an upgrade or after its policy changed creates nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<CsvGrant>,
+}
+
+/// The authority a CSV was applied under (`spec.grant`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CsvGrant {
+    /// The uid of the Blueprint that applied it; an ownerReference must name it.
+    #[serde(rename = "blueprintUID")]
+    pub blueprint_uid: String,
+    /// The Blueprint revision it belongs to.
+    pub revision: i64,
+    /// The InstallPolicy that permitted the install (absent: what every namespace may do
+    /// without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// That policy's `metadata.generation` when it permitted the install.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_generation: Option<i64>,
+    /// The cluster-scoped objects the CSV controller may create for it (ClusterPermissions,
+    /// Webhooks); what is not listed is not created, and removed if it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_scoped: Vec<crate::policy::ClusterScopedGrant>,
 }
 
 /// The bundle's OLM ClusterServiceVersion, kept as the JSON text it arrived as and parsed when

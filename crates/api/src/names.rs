@@ -98,6 +98,14 @@ pub mod annotations {
     /// On a CRD, written by a cluster admin: the package that may take it over from whoever
     /// manages it now (Helm, a person, another package).
     pub const CRD_ADOPT: &str = "windlass.dev/adopt";
+    /// On any other object a bundle ships, written by whoever may edit that object (a cluster
+    /// admin, for cluster-scoped ones): `NAMESPACE/BLUEPRINT`, the install that may take it
+    /// over from whoever manages it now. Once taken over it is that install's, removed with it.
+    pub const ADOPT: &str = "windlass.dev/adopt";
+    /// On a CRD whose conversion goes through a webhook: `NAMESPACE/CSV`, the install whose
+    /// webhook converts it for every namespace. windlass writes it for the first install and
+    /// hands it on only when that install is gone; a cluster admin may set it to choose.
+    pub const CONVERSION_OWNER: &str = "windlass.dev/conversion-owner";
     /// On a stored release payload: the payload image, by digest.
     pub const RELEASE_IMAGE: &str = "windlass.dev/release-image";
     /// On a webhook serving-certificate Secret: when the certificate expires (RFC 3339).
@@ -181,6 +189,9 @@ pub mod conditions {
         pub const READY: &str = "Ready";
         /// What windlass changed to install a legacy bundle.
         pub const LEGACY_APIS_CONVERTED: &str = "LegacyAPIsConverted";
+        /// Whether this install's webhook serves the conversion of the CRDs it converts (False
+        /// while another install's does: CRDs are shared, and one webhook converts them all).
+        pub const CONVERSION_SERVED: &str = "ConversionServed";
         /// Whether the CSV is exactly what a windlass Blueprint applied (its seal checks).
         /// Only such CSVs are acted on.
         pub const CONTENT_TRUSTED: &str = "ContentTrusted";
@@ -359,6 +370,22 @@ pub mod reasons {
         pub const SEAL_MISMATCH: &str = "SealMismatch";
         /// Reason of `ContentTrusted=True`.
         pub const SEALED: &str = "Sealed";
+        /// The CSV's seal carries no `spec.grant` (sealed before grants were recorded): its
+        /// Blueprint applies it again with one.
+        pub const GRANT_MISSING: &str = "GrantMissing";
+        /// No Blueprint with the uid the CSV was sealed for exists and owns it (uninstalled,
+        /// or a copy made elsewhere): nothing of it is created.
+        pub const BLUEPRINT_MISSING: &str = "BlueprintMissing";
+        /// The CSV was sealed for a revision its Blueprint has moved past (a copy replayed
+        /// after an upgrade or a rollback): nothing of it is created.
+        pub const REVISION_NOT_CURRENT: &str = "RevisionNotCurrent";
+        /// The InstallPolicy that permitted the CSV changed or is gone since: nothing more of
+        /// it is created until its Blueprint applies it under the policy as it is.
+        pub const POLICY_CHANGED: &str = "PolicyChanged";
+        /// Another install of the same CRDs serves their conversion webhook.
+        pub const CONVERSION_SERVED_ELSEWHERE: &str = "ConversionServedElsewhere";
+        /// This install's webhook serves the conversion of its CRDs.
+        pub const CONVERSION_SERVED_HERE: &str = "ConversionServedHere";
         /// The install ServiceAccount may not create or grant what the CSV needs.
         pub const INSTALL_FORBIDDEN: &str = super::policy::INSTALL_FORBIDDEN;
     }
@@ -378,6 +405,14 @@ pub mod reasons {
         pub const INSTALL_FORBIDDEN: &str = "InstallForbidden";
         /// Permitted: the condition names the policy and the identity.
         pub const PERMITTED: &str = "Permitted";
+        /// A running install's policy stopped granting some of its cluster-scoped objects,
+        /// and they were removed (the policy's `revocation: Withdraw`).
+        pub const GRANT_WITHDRAWN: &str = "GrantWithdrawn";
+        /// A running install is no longer permitted as it runs and is held as it is (the
+        /// policy's `revocation: Hold`, or what was refused cannot be withdrawn).
+        pub const GRANT_HELD: &str = "GrantHeld";
+        /// An object the bundle ships exists and something else manages it.
+        pub const OBJECT_OWNED_ELSEWHERE: &str = "ObjectOwnedElsewhere";
     }
 
     /// Why stored revision content is or is not used.

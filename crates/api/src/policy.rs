@@ -90,6 +90,53 @@ pub struct InstallPolicySpec {
     /// Cluster-scoped objects operators here may have created for them (by the manager).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cluster_scoped: Vec<ClusterScopedGrant>,
+    /// What happens to a running install when this policy stops granting what it was
+    /// installed with (the policy is narrowed, or deleted: then the choice recorded when the
+    /// install was permitted holds). `Withdraw` (the default) removes the cluster-scoped
+    /// objects no longer granted; `Hold` keeps what runs as it is, and no new revision is
+    /// installed until a policy grants it again.
+    #[serde(default, skip_serializing_if = "Revocation::is_default")]
+    pub revocation: Revocation,
+}
+
+/// See [`InstallPolicySpec::revocation`].
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+pub enum Revocation {
+    /// Remove the ClusterRoles, ClusterRoleBindings, webhook configurations and other
+    /// cluster-scoped objects no longer granted (CRDs stay: they hold every namespace's data).
+    /// The default, because revoking a grant is a decision to take a power away: leaving it in
+    /// place would make deleting a policy a no-op for what it already granted.
+    #[default]
+    Withdraw,
+    /// Keep what was granted until a policy grants it again or the operator is uninstalled;
+    /// for operators whose outage costs more than the grant.
+    Hold,
+}
+
+impl Revocation {
+    pub fn is_default(&self) -> bool {
+        *self == Revocation::Withdraw
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Revocation::Withdraw => "Withdraw",
+            Revocation::Hold => "Hold",
+        }
+    }
 }
 
 /// OLM's install modes: which namespaces an operator may watch.

@@ -12,7 +12,9 @@ use kube::{
 };
 use serde_json::{Value, json};
 use windlass_api::names::annotations;
-use windlass_api::{Blueprint, ClusterServiceVersion, FIELD_MANAGER};
+use windlass_api::{
+    Blueprint, ClusterServiceVersion, FIELD_MANAGER, csv::CsvGrant, policy::ClusterScopedGrant,
+};
 use windlass_kit::{Applier, ObjectKey};
 use windlass_revisions::SealKey;
 use windlass_tenancy::Identity;
@@ -121,12 +123,18 @@ pub async fn apply_revision(
         }
     }
 
+    let placement = &loaded.placement;
     let mut desired: BTreeSet<ObjectKey> = BTreeSet::new();
     for manifest in &loaded.converted.objects {
         let live = loaded.live_crds.get(manifest.name());
         let (object, writer, read) = if manifest.kind() == CRD_KIND {
             // A rollback keeps the newer definition of a CRD that exists.
             if plan.content.crds == CrdPolicy::KeepLive && live.is_some() {
+                continue;
+            }
+            // Withdrawn from a running install: the live CRDs stay as they are (they hold
+            // every namespace's custom resources); none is created or changed.
+            if !placement.has(ClusterScopedGrant::CustomResourceDefinitions) {
                 continue;
             }
             // CRDs are shared: another Blueprint may have written (or removed) this one since it
@@ -171,6 +179,11 @@ pub async fn apply_revision(
                     name: manifest.name().to_string(),
                     source,
                 })?;
+            // A cluster-scoped object the permit no longer grants is not applied, so the pass
+            // below removes it.
+            if !namespaced && !placement.has(crate::permit::object_grant(manifest.kind())) {
+                continue;
+            }
             // Namespaced objects as the install identity: the API server decides what it
             // may create.
             let writer = if namespaced { installer } else { applier };
@@ -187,44 +200,14 @@ pub async fn apply_revision(
         desired.insert(ObjectKey::of(&object));
     }
 
-    let conversions = loaded
-        .converted
-        .changes
-        .iter()
-        .map(|(file, change)| format!("{file}: {change}"))
-        .collect();
-    let settings = CsvSettings {
-        owner,
-        revision: plan.content.revision,
-        supersedes: plan.supersedes.clone(),
-        progress_deadline_seconds: blueprint.spec.progress_deadline_seconds,
-        conversions,
-        target_namespaces: loaded.placement.targets.clone(),
-        install_service_account: match &loaded.placement.permit.identity {
-            Identity::ServiceAccount { name, .. } => Some(name.clone()),
-            Identity::Manager => None,
-        },
-    };
-    let mut csv = build::csv(&loaded.content, &settings).map_err(|e| Error::Build {
-        name: loaded.content.cluster_service_version_name.clone(),
-        message: e.to_string(),
-    })?;
-    // The CSV controller acts only on CSVs that carry windlass's seal.
-    let seal = windlass_revisions::csv::seal_spec(
+    let csv = sealed_csv(
         seal_key,
-        namespace,
-        &loaded.content.cluster_service_version_name,
-        &csv["spec"],
-    );
-    if let Some(annotations) = csv
-        .pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
-    {
-        annotations.insert(
-            windlass_api::names::seal::ANNOTATION.into(),
-            Value::String(seal),
-        );
-    }
+        blueprint,
+        owner,
+        loaded,
+        plan.content.revision,
+        plan.supersedes.clone(),
+    )?;
     applier.apply(&csv).await?;
     for name in &plan.delete_csvs {
         let key = ObjectKey::of(&json!({
@@ -268,6 +251,62 @@ pub async fn apply_revision(
         }
     }
     Ok(())
+}
+
+/// The ClusterServiceVersion of revision `revision` of `loaded`, sealed: what the apply writes
+/// and the preview dry-runs.
+// The one error type of the controller; built once per apply, its size costs nothing.
+#[allow(clippy::result_large_err)]
+pub fn sealed_csv(
+    seal_key: &SealKey,
+    blueprint: &Blueprint,
+    owner: &Owner,
+    loaded: &Loaded,
+    revision: i64,
+    supersedes: Option<String>,
+) -> Result<Value, Error> {
+    let placement = &loaded.placement;
+    let settings = CsvSettings {
+        owner,
+        revision,
+        supersedes,
+        progress_deadline_seconds: blueprint.spec.progress_deadline_seconds,
+        conversions: loaded
+            .converted
+            .changes
+            .iter()
+            .map(|(file, change)| format!("{file}: {change}"))
+            .collect(),
+        target_namespaces: placement.targets.clone(),
+        install_service_account: match &placement.permit.identity {
+            Identity::ServiceAccount { name, .. } => Some(name.clone()),
+            Identity::Manager => None,
+        },
+        grant: CsvGrant {
+            blueprint_uid: owner.uid.clone(),
+            revision,
+            policy: placement.permit.policy.clone(),
+            policy_generation: placement.permit.policy_generation,
+            cluster_scoped: placement.csv_grants(),
+        },
+    };
+    let name = &loaded.content.cluster_service_version_name;
+    let mut csv = build::csv(&loaded.content, &settings).map_err(|e| Error::Build {
+        name: name.clone(),
+        message: e.to_string(),
+    })?;
+    // The CSV controller acts only on CSVs that carry windlass's seal.
+    let seal = windlass_revisions::csv::seal_spec(seal_key, &owner.namespace, name, &csv["spec"]);
+    if let Some(annotations) = csv
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.insert(
+            windlass_api::names::seal::ANNOTATION.into(),
+            Value::String(seal),
+        );
+    }
+    Ok(csv)
 }
 
 /// The finalizer's work: remove the cluster-scoped objects this Blueprint applied (namespaced

@@ -206,6 +206,49 @@ pub fn crd_owner(live: &Value, package: &str) -> CrdOwner {
     }
 }
 
+/// Who manages a live object a bundle ships (anything but a CRD), as far as applying over it
+/// and removing it go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectOwner {
+    /// This Blueprint applied it, or whoever may edit it handed it to this Blueprint.
+    ThisInstall,
+    /// Someone else, in words for a condition.
+    Other(String),
+}
+
+/// Who manages `live`, from the point of view of the Blueprint `owner`. Applying a bundle's
+/// object forces windlass's fields over it and labels it as the Blueprint's, which makes the
+/// uninstall delete it: only what this Blueprint made, or what it was handed, is applied.
+pub fn object_owner(live: &Value, owner: &Owner) -> ObjectOwner {
+    let meta = &live["metadata"];
+    let annotation = |key: &str| meta["annotations"][key].as_str();
+    let label = |key: &str| meta["labels"][key].as_str();
+    let handed_to = format!("{}/{}", owner.namespace, owner.name);
+    if annotation(annotations::ADOPT) == Some(handed_to.as_str()) {
+        return ObjectOwner::ThisInstall;
+    }
+    let owned_by_uid = meta["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| r["uid"].as_str() == Some(owner.uid.as_str()));
+    let (blueprint, namespace) = (label(labels::BLUEPRINT), label(labels::BLUEPRINT_NAMESPACE));
+    if owned_by_uid
+        || (blueprint == Some(names::label_value(&owner.name).as_str())
+            && namespace == Some(names::label_value(&owner.namespace).as_str()))
+    {
+        return ObjectOwner::ThisInstall;
+    }
+    if let (Some(blueprint), Some(namespace)) = (blueprint, namespace) {
+        return ObjectOwner::Other(format!("Blueprint {namespace}/{blueprint}"));
+    }
+    match crd_owner(live, "") {
+        CrdOwner::Other(who) => ObjectOwner::Other(who),
+        // Labelled as windlass's but by no Blueprint: not this one's to take.
+        _ => ObjectOwner::Other("windlass, for no Blueprint it names".into()),
+    }
+}
+
 /// Whether the live CRD was written by a newer version of the same package. CRDs are shared
 /// by every namespace; an install of an older version (in another namespace, or a rollback)
 /// must not take a newer definition away from what runs on it, so the newer one stays.
@@ -255,6 +298,9 @@ pub struct CsvSettings<'a> {
     /// The ServiceAccount the CSV controller creates namespaced objects as (`None`: the
     /// manager, in trusted namespaces).
     pub install_service_account: Option<String>,
+    /// The authority it is applied under: this Blueprint's revision, the policy generation
+    /// that permitted it, the cluster-scoped objects it may have.
+    pub grant: windlass_api::csv::CsvGrant,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -289,6 +335,7 @@ pub fn csv(content: &RevisionContent, settings: &CsvSettings<'_>) -> Result<Valu
         conversions: settings.conversions.clone(),
         install_service_account: settings.install_service_account.clone(),
         image_rewrites: content.image_rewrites.clone(),
+        grant: Some(settings.grant.clone()),
     };
     let mut csv = ClusterServiceVersion::new(&content.cluster_service_version_name, spec);
     csv.metadata.namespace = Some(settings.owner.namespace.clone());

@@ -35,6 +35,7 @@ fn content(manifests: Vec<Value>) -> RevisionContent {
         bundle_pulled_from: None,
         image_rewrites: Vec::new(),
         reason: None,
+        permitted_by: None,
     }
 }
 
@@ -120,6 +121,13 @@ fn the_csv_carries_the_definition_the_revision_and_the_handover() {
             conversions: vec!["manifests/x.yaml: converted".into()],
             target_namespaces: vec!["team-a".into()],
             install_service_account: None,
+            grant: windlass_api::csv::CsvGrant {
+                blueprint_uid: "uid-1".into(),
+                revision: 3,
+                policy: Some("tenants".into()),
+                policy_generation: Some(2),
+                cluster_scoped: vec![windlass_api::policy::ClusterScopedGrant::Webhooks],
+            },
         },
     )
     .unwrap();
@@ -139,6 +147,11 @@ fn the_csv_carries_the_definition_the_revision_and_the_handover() {
     assert_eq!(built["spec"]["supersedes"], "acme-db.v1.0.0");
     assert_eq!(built["spec"]["targetNamespaces"], json!(["team-a"]));
     assert_eq!(built["spec"]["progressDeadlineSeconds"], 60);
+    assert_eq!(
+        built["spec"]["grant"],
+        json!({"blueprintUID": "uid-1", "revision": 3, "policy": "tenants",
+               "policyGeneration": 2, "clusterScoped": ["Webhooks"]})
+    );
     assert_eq!(
         built["spec"]["definition"]["metadata"]["annotations"]["alm-examples"],
         "[]"
@@ -165,6 +178,7 @@ fn the_csv_watches_the_namespaces_it_was_placed_in() {
         conversions: vec![],
         target_namespaces: vec![],
         install_service_account: None,
+        grant: Default::default(),
     };
     let built = csv(&content, &settings).unwrap();
     assert_eq!(built["spec"]["targetNamespaces"], json!([]));

@@ -82,18 +82,11 @@ pub async fn validate(
     }
     let client = applier.client();
     let current = observed.current.as_ref();
-    let content = match dereference(sources, store, trust, blueprint, request, current).await? {
-        Ok(content) => content,
-        Err(Unusable::Untrusted(message)) => {
-            let refusal = Refusal {
-                reason: SIGNATURE_REFUSED,
-                message,
-            };
-            return Ok((Validation::Untrusted(refusal), None));
-        }
-        Err(Unusable::Unavailable(message)) => return Ok((Validation::Unavailable(message), None)),
-        Err(Unusable::Invalid(message)) => return Ok((Validation::Invalid(message), None)),
-    };
+    let (content, stored) =
+        match dereference(sources, store, trust, blueprint, request, current).await? {
+            Ok(found) => found,
+            Err(unusable) => return Ok((unusable.into_validation(), None)),
+        };
     if revision::csv_object(&content).is_none() {
         let message = format!(
             "{} holds no ClusterServiceVersion (operators.coreos.com)",
@@ -105,18 +98,40 @@ pub async fn validate(
         Ok(converted) => converted,
         Err(e) => return Ok((Validation::Invalid(e.to_string()), None)),
     };
-    let placement = match permit::check(
+    let verdict = permit::check(
         applier,
         sources.policy_lists,
         blueprint,
         &content,
         &converted.objects,
+        request.running,
     )
-    .await?
-    {
-        Ok(placement) => placement,
-        Err(refusal) => return Ok((Validation::Refused(refusal), None)),
+    .await?;
+    let (placement, withdrawn) = match verdict {
+        permit::Verdict::Permitted(placement) => (placement, None),
+        permit::Verdict::Narrowed { placement, refusal } => (placement, Some(refusal)),
+        // Refused before anything of it is kept: no revision Secret holds what no policy
+        // lets this namespace install.
+        permit::Verdict::Refused(refusal) => return Ok((Validation::Refused(refusal), None)),
     };
+    let mut content = content;
+    if stored == Stored::No {
+        content.permitted_by = Some(placement.record());
+    }
+    if stored == Stored::No {
+        match store_revision(client, sources.seal_key, blueprint, &content).await {
+            Ok(written) => sources.revision_lists.wrote(&written),
+            // Retrying cannot make it fit: say so on the Blueprint instead of backing off.
+            Err(Error::Revision {
+                source: source @ RevisionError::TooLarge { .. },
+                ..
+            }) => {
+                let message = format!("it cannot be kept as a revision: {source}");
+                return Ok((Validation::Invalid(message), None));
+            }
+            Err(error) => return Err(error),
+        }
+    }
     let mut live_crds = BTreeMap::new();
     let mut violations = Vec::new();
     let mut kept = Vec::new();
@@ -186,6 +201,23 @@ pub async fn validate(
         }
         live_crds.insert(crd.name().to_string(), live);
     }
+    let taken = objects_owned_elsewhere(applier, blueprint, &converted.objects).await?;
+    if !taken.is_empty() {
+        let refusal = Refusal {
+            reason: policy_reasons::OBJECT_OWNED_ELSEWHERE,
+            message: format!(
+                "{} ships {}: windlass neither takes over nor deletes an object something else \
+                 manages. Whoever may edit such an object can hand it to this install \
+                 (kubectl annotate KIND NAME {}={}/{}), or rename or remove it",
+                content.cluster_service_version_name,
+                taken.join(", "),
+                annotations::ADOPT,
+                blueprint.namespace().unwrap_or_default(),
+                blueprint.name_any(),
+            ),
+        };
+        return Ok((Validation::Refused(refusal), None));
+    }
     if !owned_elsewhere.is_empty() {
         let refusal = Refusal {
             reason: policy_reasons::CRD_OWNED_ELSEWHERE,
@@ -207,6 +239,7 @@ pub async fn validate(
             kept_crds: kept,
             verified_by: content.verified_by.clone(),
             image_rewrites: content.recorded_rewrites(),
+            withdrawn,
         }
     } else {
         // Blueprint status and Events are read by the namespace's users: objects of other
@@ -227,17 +260,85 @@ pub async fn validate(
     Ok((validation, Some(loaded)))
 }
 
+/// The bundle's objects (CRDs aside, which are judged as shared definitions) that exist and
+/// are managed by something other than this Blueprint, as `Kind name (managed by ...)`. Read
+/// as the manager; an object it may not read is left to the API server's verdict on the
+/// apply, made as the install identity.
+async fn objects_owned_elsewhere(
+    applier: &Applier,
+    blueprint: &Blueprint,
+    objects: &[windlass_bundle::Manifest],
+) -> Result<Vec<String>, Error> {
+    let owner = crate::reconcile::owner(blueprint);
+    let mut taken = Vec::new();
+    for manifest in objects
+        .iter()
+        .filter(|m| m.kind() != "CustomResourceDefinition")
+    {
+        let namespaced = match applier
+            .resource(manifest.api_version(), manifest.kind())
+            .await
+        {
+            Ok((_, namespaced)) => namespaced,
+            // Not served: the apply says so.
+            Err(_) => continue,
+        };
+        let key = windlass_kit::ObjectKey {
+            api_version: manifest.api_version().to_string(),
+            kind: manifest.kind().to_string(),
+            namespace: namespaced.then(|| owner.namespace.clone()),
+            name: manifest.name().to_string(),
+        };
+        let live = match applier.get(&key).await {
+            Ok(live) => live,
+            Err(e) if e.is_forbidden() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(live) = live
+            && let build::ObjectOwner::Other(who) = build::object_owner(&live, &owner)
+        {
+            taken.push(format!("{key} (managed by {who})"));
+        }
+    }
+    Ok(taken)
+}
+
 /// Why a revision's content cannot be used.
 enum Unusable {
     /// Not now (catalog not served, registry down): tried again.
     Unavailable(String),
-    /// Never as it is (too large to keep as a revision): the install fails, saying so.
-    Invalid(String),
     /// The bundle image's signatures do not meet the TrustPolicies: held until they do.
     Untrusted(String),
+    /// The catalog does not offer it to new installs (its admin delisted it).
+    Refused(Refusal),
 }
 
-/// The content of the requested revision, stored in its Secret, or why it cannot be used.
+impl Unusable {
+    fn into_validation(self) -> Validation {
+        match self {
+            Unusable::Unavailable(message) => Validation::Unavailable(message),
+            Unusable::Untrusted(message) => Validation::Untrusted(Refusal {
+                reason: SIGNATURE_REFUSED,
+                message,
+            }),
+            Unusable::Refused(refusal) => Validation::Refused(refusal),
+        }
+    }
+}
+
+/// Whether a revision's content is in its Secret already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stored {
+    Yes,
+    /// Read from the catalog or another revision: stored once the install is permitted.
+    No,
+}
+
+/// The content of the requested revision (from its Secret, the catalog or the revision it
+/// restores), or why it cannot be used. A Blueprint's spec is anyone's to write who may write
+/// Blueprints, so what the Subscription controller checked is checked again here from what the
+/// spec names: a catalog's content is taken only from the catalog that serves it, and a
+/// version its admin delisted is not installed anew.
 async fn dereference(
     sources: &Sources<'_>,
     store: &CatalogStore,
@@ -245,14 +346,15 @@ async fn dereference(
     blueprint: &Blueprint,
     request: &ContentRequest,
     current: Option<&RevisionContent>,
-) -> Result<Result<RevisionContent, Unusable>, Error> {
+) -> Result<Result<(RevisionContent, Stored), Unusable>, Error> {
     let (client, key) = (sources.client, sources.seal_key);
     // The Secret wins when it holds this revision; one holding something else (a number
-    // reused after a crash, a hand edit) is written over from the source.
+    // reused after a crash, a hand edit) is written over from the source. What runs keeps
+    // running when its version is delisted later.
     if let Some(content) = current.filter(|c| {
         c.revision == request.revision && c.cluster_service_version_name == request.csv_name
     }) {
-        return Ok(Ok(content.clone()));
+        return Ok(Ok((content.clone(), Stored::Yes)));
     }
     let mut content = match &request.source {
         Source::Catalog {
@@ -260,6 +362,7 @@ async fn dereference(
             csv_name,
             digest,
         } => match fetch(store, catalog.as_deref(), csv_name, digest.as_deref()).await {
+            Err(unusable) => return Ok(Err(unusable)),
             Ok((catalog, bundle)) => {
                 let verified_by = match check_signatures(trust, store, &catalog, &bundle).await {
                     Ok(verified_by) => verified_by,
@@ -279,7 +382,6 @@ async fn dereference(
                 content.mirror_images(&store.mirrors());
                 content
             }
-            Err(message) => return Ok(Err(Unusable::Unavailable(message))),
         },
         Source::Stored { revision: from } => match read(client, key, blueprint, *from).await? {
             Ok(mut restored) => {
@@ -295,20 +397,7 @@ async fn dereference(
     };
     content.revision = request.revision;
     content.created_by = Some(controllers::BLUEPRINT.to_string());
-    match store_revision(client, key, blueprint, &content).await {
-        Ok(written) => {
-            sources.revision_lists.wrote(&written);
-            Ok(Ok(content))
-        }
-        // Retrying cannot make it fit: say so on the Blueprint instead of backing off quietly.
-        Err(Error::Revision {
-            source: source @ RevisionError::TooLarge { .. },
-            ..
-        }) => Ok(Err(Unusable::Invalid(format!(
-            "it cannot be kept as a revision: {source}"
-        )))),
-        Err(error) => Err(error),
-    }
+    Ok(Ok((content, Stored::No)))
 }
 
 /// Checks a bundle image's signatures against the TrustPolicies before anything of it is
@@ -352,7 +441,8 @@ async fn check_signatures(
     }
 }
 
-/// The bundle from the named catalog, or from the first served catalog that has it.
+/// The bundle as the named catalog (or the first served catalog that offers it) serves it,
+/// unless that catalog delists it; nothing is read of a delisted one.
 async fn fetch(
     store: &CatalogStore,
     catalog: Option<&str>,
@@ -363,20 +453,39 @@ async fn fetch(
         String,
         std::sync::Arc<windlass_catalog_store::BundleContent>,
     ),
-    String,
+    Unusable,
 > {
-    let catalogs = match catalog {
-        Some(name) => vec![name.to_string()],
-        None => store.names(),
-    };
-    let mut last = format!("no served catalog has {csv_name}");
-    for name in catalogs {
-        match store.bundle(&name, csv_name, digest).await {
-            Ok(bundle) => return Ok((name, bundle)),
-            Err(e) => last = e.to_string(),
+    let offer = match store.offer(catalog, csv_name) {
+        Ok(offer) => offer,
+        // Not served yet (a restart, an outage): content it served before may still do.
+        Err(windlass_catalog_store::StoreError::UnknownCatalog(name)) => {
+            return match store.bundle(&name, csv_name, digest).await {
+                Ok(bundle) => Ok((name, bundle)),
+                Err(e) => Err(Unusable::Unavailable(e.to_string())),
+            };
         }
+        Err(e) => return Err(Unusable::Unavailable(e.to_string())),
+    };
+    if let Some(delisted) = offer.delisted {
+        let reason = if delisted.whole_package {
+            reasons::delisting::PACKAGE_DELISTED
+        } else {
+            reasons::delisting::VERSION_DELISTED
+        };
+        return Err(Unusable::Refused(Refusal {
+            reason,
+            message: format!(
+                "{csv_name} is not installed: {}; what runs already keeps running and stored \
+                 revisions can still be restored",
+                delisted.message
+            ),
+        }));
     }
-    Err(last)
+    store
+        .bundle(&offer.catalog, csv_name, digest)
+        .await
+        .map(|bundle| (offer.catalog, bundle))
+        .map_err(|e| Unusable::Unavailable(e.to_string()))
 }
 
 /// Writes a revision Secret (server-side apply: idempotent when a crash repeats it); the

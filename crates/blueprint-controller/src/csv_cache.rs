@@ -12,7 +12,7 @@ use kube::{ResourceExt, runtime::reflector::Store};
 use windlass_api::{ClusterServiceVersion, csv::ClusterServiceVersionSpec, names::annotations};
 
 /// Trims a cached CSV to what [`crate::observe`] reads: identity, owners, generation, the
-/// revision annotation, `spec.supersedes` and the status' phase, reason, message, times and
+/// revision annotation, `spec.supersedes`, the policy of `spec.grant` and the status' phase, reason, message, times and
 /// observed generation. The bundle's definition (often most of a CSV) stays out.
 pub fn trim(csv: &mut ClusterServiceVersion) {
     csv.metadata.managed_fields = None;
@@ -21,6 +21,15 @@ pub fn trim(csv: &mut ClusterServiceVersion) {
     }
     csv.spec = ClusterServiceVersionSpec {
         supersedes: csv.spec.supersedes.take(),
+        // Which policy permitted it: a change of that policy wakes its Blueprint.
+        grant: csv
+            .spec
+            .grant
+            .take()
+            .map(|grant| windlass_api::csv::CsvGrant {
+                policy: grant.policy,
+                ..Default::default()
+            }),
         ..ClusterServiceVersionSpec::default()
     };
     if let Some(status) = &mut csv.status {

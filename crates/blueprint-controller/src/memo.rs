@@ -141,6 +141,7 @@ mod tests {
             csv_name: "acme-db.v1.1.0".into(),
             source: Source::Stored { revision },
             crds: CrdPolicy::Apply,
+            running: true,
         }
     }
 
@@ -166,6 +167,7 @@ mod tests {
             kept_crds: Vec::new(),
             verified_by: vec!["release-key".into()],
             image_rewrites: Vec::new(),
+            withdrawn: None,
         }
     }
 

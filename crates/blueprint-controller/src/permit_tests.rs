@@ -4,6 +4,8 @@ use windlass_api::{
     policy::{ClusterScopedGrant, InstallModeType::*},
 };
 
+use crate::revision::PermitRecord;
+
 use super::*;
 
 fn acme_db(targets: Option<&[&str]>) -> RevisionContent {
@@ -37,25 +39,40 @@ fn policy(name: &str, spec: serde_json::Value) -> Policy {
     Policy::new(name, spec)
 }
 
+fn judge(
+    content: &RevisionContent,
+    shape: &BundleShape,
+    policies: &[Policy],
+    running: bool,
+) -> Verdict {
+    let labels = labels(&[("tier", "tenant")]);
+    let csv = revision::csv_object(content).unwrap().clone();
+    let namespace = NamespaceFacts {
+        name: "team-a",
+        labels: &labels,
+    };
+    let blueprint = blueprint();
+    let inputs = Inputs {
+        namespace: &namespace,
+        blueprint: &blueprint,
+        content,
+        csv: &csv,
+        shape,
+        running,
+    };
+    decide(&inputs, policies)
+}
+
 fn run(
     targets: Option<&[&str]>,
     shape: &BundleShape,
     policies: &[Policy],
 ) -> Result<Placement, Refusal> {
-    let labels = labels(&[("tier", "tenant")]);
-    let content = acme_db(targets);
-    let csv = revision::csv_object(&content).unwrap().clone();
-    decide(
-        &NamespaceFacts {
-            name: "team-a",
-            labels: &labels,
-        },
-        &blueprint(),
-        &content,
-        &csv,
-        shape,
-        policies,
-    )
+    match judge(&acme_db(targets), shape, policies, false) {
+        Verdict::Permitted(placement) => Ok(placement),
+        Verdict::Refused(refusal) => Err(refusal),
+        Verdict::Narrowed { .. } => panic!("a new install is never narrowed"),
+    }
 }
 
 #[test]
@@ -161,4 +178,84 @@ fn an_all_namespaces_policy_makes_all_namespaces_the_default_where_the_operator_
     let refused = run(Some(&["team-c"]), &shape(), &[platform]).unwrap_err();
     assert_eq!(refused.reason, reasons::TARGET_NAMESPACE_NOT_ALLOWED);
     assert!(refused.message.contains("team-c"), "{}", refused.message);
+}
+
+#[test]
+fn a_running_install_loses_what_a_narrowed_policy_withdraws_and_keeps_the_rest() {
+    let narrowed = policy(
+        "tenants",
+        json!({"namespaces": ["team-a"], "clusterScoped": ["CustomResourceDefinitions"]}),
+    );
+    let mut content = acme_db(None);
+    content.permitted_by = Some(PermitRecord {
+        policy: Some("tenants".into()),
+        revocation: Revocation::Withdraw,
+    });
+    match judge(&content, &shape(), std::slice::from_ref(&narrowed), true) {
+        Verdict::Narrowed { placement, refusal } => {
+            assert_eq!(refusal.reason, reasons::GRANT_WITHDRAWN);
+            assert!(
+                refusal.message.contains("InstallPolicy tenants")
+                    && refusal.message.contains("ClusterPermissions withdrawn"),
+                "{}",
+                refusal.message
+            );
+            assert!(placement.has(ClusterScopedGrant::CustomResourceDefinitions));
+            assert!(!placement.has(ClusterScopedGrant::ClusterPermissions));
+            assert!(placement.csv_grants().is_empty());
+        }
+        other => panic!("not narrowed: {other:?}"),
+    }
+    // A new install of the same is refused outright.
+    assert!(matches!(
+        judge(&content, &shape(), std::slice::from_ref(&narrowed), false),
+        Verdict::Refused(_)
+    ));
+}
+
+#[test]
+fn a_hold_policy_keeps_a_running_install_as_it_is_even_once_deleted() {
+    let mut content = acme_db(None);
+    content.permitted_by = Some(PermitRecord {
+        policy: Some("platform".into()),
+        revocation: Revocation::Hold,
+    });
+    // The policy is gone: the choice it recorded holds.
+    match judge(&content, &shape(), &[], true) {
+        Verdict::Refused(refusal) => {
+            assert_eq!(refusal.reason, reasons::GRANT_HELD);
+            assert!(refusal.message.contains("held"), "{}", refusal.message);
+        }
+        other => panic!("not held: {other:?}"),
+    }
+    // Still there and now saying Withdraw: its word now counts.
+    let withdrawing = policy(
+        "platform",
+        json!({"namespaces": ["team-a"], "clusterScoped": ["CustomResourceDefinitions"],
+               "revocation": "Withdraw"}),
+    );
+    assert!(matches!(
+        judge(&content, &shape(), &[withdrawing], true),
+        Verdict::Narrowed { .. }
+    ));
+}
+
+#[test]
+fn cluster_rbac_and_admission_manifests_need_their_own_grants() {
+    assert_eq!(
+        object_grant("ClusterRoleBinding"),
+        ClusterScopedGrant::ClusterPermissions
+    );
+    assert_eq!(
+        object_grant("ClusterRole"),
+        ClusterScopedGrant::ClusterPermissions
+    );
+    assert_eq!(
+        object_grant("MutatingWebhookConfiguration"),
+        ClusterScopedGrant::Webhooks
+    );
+    assert_eq!(
+        object_grant("PriorityClass"),
+        ClusterScopedGrant::OtherObjects
+    );
 }

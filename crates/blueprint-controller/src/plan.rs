@@ -124,10 +124,13 @@ pub enum Validation {
     /// `verified_by`: the keys whose signatures on the bundle image counted.
     /// `image_rewrites`: what the ImageMirrorSets changed (the bundle's pull, the
     /// Deployments' images).
+    /// `withdrawn`: the revision runs, and the policy that permitted it stopped granting some
+    /// of its cluster-scoped objects, which the apply removes (why, for the condition).
     Ready {
         kept_crds: Vec<String>,
         verified_by: Vec<String>,
         image_rewrites: Vec<windlass_api::ImageRewrite>,
+        withdrawn: Option<Refusal>,
     },
     /// The content cannot be read now (catalog not served, registry down, Secret unreadable).
     Unavailable(String),
@@ -221,6 +224,9 @@ pub struct ContentRequest {
     /// Where the content comes from when the revision's own Secret does not exist yet.
     pub source: Source,
     pub crds: CrdPolicy,
+    /// The revision started applying: its objects run, so a policy that stopped granting part
+    /// of it withdraws that part (or holds it) instead of refusing it.
+    pub running: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -30,7 +30,7 @@ use kube::{
 use serde_json::json;
 use tracing::info;
 use windlass_api::{
-    Blueprint, ClusterServiceVersion, FIELD_MANAGER,
+    Blueprint, ClusterServiceVersion, FIELD_MANAGER, InstallPolicy,
     blueprint::BlueprintPhase,
     condition::{Condition, ConditionStatus, set_condition},
     names::{conditions, controllers, finalizers, labels, reasons, steps},
@@ -68,7 +68,7 @@ pub struct Context {
     /// Checks bundle images against the TrustPolicies before their content is used.
     pub trust: Arc<TrustGate>,
     /// What this process last applied for each Blueprint.
-    pub memo: Memo,
+    pub memo: Arc<Memo>,
     /// This controller's last status and bookkeeping writes, until the cache shows them.
     pub own_writes: OwnWrites,
     /// When this controller last wrote each Blueprint's status: reworded progress waits.
@@ -149,6 +149,17 @@ pub async fn run(
         Some(((), changes))
     })
     .flat_map(move |()| futures::stream::iter(waiting_for_content(&waiting)));
+    // A policy that changes may narrow what it granted (or grant what waits): the Blueprints
+    // it permitted and those refused are decided again, the whole way.
+    let memo = Arc::new(Memo::default());
+    let (affected_blueprints, affected_csvs, forgetting) =
+        (cache.clone(), csv_cache.clone(), memo.clone());
+    let policy_changes = watcher(
+        Api::<InstallPolicy>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects();
     let ctx = Arc::new(Context {
         applier: Applier::new(client.clone()),
         shell: Shell::new(client, scope, controllers::BLUEPRINT, metrics),
@@ -157,7 +168,7 @@ pub async fn run(
         seal_key,
         identities,
         trust,
-        memo: Memo::default(),
+        memo: memo.clone(),
         own_writes: OwnWrites::default(),
         progress: ProgressHold::default(),
         csvs: csv_cache,
@@ -185,6 +196,15 @@ pub async fn run(
             dependents_of(&dependents, &changed)
         })
         .reconcile_on(catalog_changes)
+        .watches_stream(policy_changes, move |policy: InstallPolicy| {
+            let woken = under_policy(&affected_blueprints, &affected_csvs, &policy.name_any());
+            for blueprint in &woken {
+                if let Some(uid) = affected_blueprints.get(blueprint).and_then(|b| b.uid()) {
+                    forgetting.forget(&uid);
+                }
+            }
+            woken
+        })
         .graceful_shutdown_on(shutdown)
         .run(
             |blueprint, ctx: Arc<Context>| async move {
@@ -199,6 +219,45 @@ pub async fn run(
             ctx,
         );
     runner::drain_with(watch, results).await;
+}
+
+/// The Blueprints a change of InstallPolicy `policy` may concern: those with a CSV that policy
+/// permitted, and those its namespace's policies refuse now (it may grant what they wait for).
+fn under_policy(
+    blueprints: &Store<Blueprint>,
+    csvs: &Store<ClusterServiceVersion>,
+    policy: &str,
+) -> Vec<ObjectRef<Blueprint>> {
+    let mut woken: Vec<ObjectRef<Blueprint>> = csvs
+        .state()
+        .iter()
+        .filter(|c| c.spec.grant.as_ref().and_then(|g| g.policy.as_deref()) == Some(policy))
+        .flat_map(|c| {
+            let namespace = c.namespace();
+            c.owner_references()
+                .iter()
+                .filter(|r| r.kind == "Blueprint")
+                .map(move |r| ObjectRef::new(&r.name).within(namespace.as_deref().unwrap_or("")))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    woken.extend(
+        blueprints
+            .state()
+            .iter()
+            .filter(|b| {
+                b.status.as_ref().is_some_and(|s| {
+                    s.conditions.iter().any(|c| {
+                        c.type_ == conditions::blueprint::INSTALL_PERMITTED
+                            && c.status == ConditionStatus::False
+                    })
+                })
+            })
+            .map(|b| ObjectRef::from_obj(b.as_ref())),
+    );
+    woken.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    woken.dedup();
+    woken
 }
 
 /// The Blueprints a catalog change may unblock: those not past loading their bundle yet.
@@ -639,11 +698,23 @@ async fn prune_revisions(
 /// Blueprint through their ownerReferences; custom resources always stay.
 async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
     let observed = observe::observe(&ctx.sources(), blueprint).await?;
-    let delete_crds = blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete;
+    // Asked for, and granted by a policy now (the ask alone is anyone's who may write the
+    // Blueprint); the package and catalog are the sealed revision's, not the spec's.
+    let delete_crds = match &observed.current {
+        Some(content) if blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete => {
+            crate::permit::may_delete_crds(&ctx.applier, &ctx.policy_lists, blueprint, content)
+                .await?
+        }
+        _ => false,
+    };
+    let package = observed
+        .current
+        .as_ref()
+        .map_or(blueprint.spec.package.as_str(), |c| c.package.as_str());
     let removed = apply::cleanup(
         &ctx.applier,
         &owner(blueprint),
-        &blueprint.spec.package,
+        package,
         &observed.kinds,
         &observed.crds,
         delete_crds,

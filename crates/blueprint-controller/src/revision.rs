@@ -80,6 +80,21 @@ pub struct RevisionContent {
     /// the same images, and `manifests` keep the bundle's own references.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_rewrites: Vec<ImageRewrite>,
+    /// The policy that permitted this revision when it was stored, and what it said should
+    /// happen if it stopped granting it (the choice stands when the policy is deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permitted_by: Option<PermitRecord>,
+}
+
+/// Which policy permitted a revision (`None`: what every namespace may do), and its
+/// revocation choice then.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermitRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    #[serde(default)]
+    pub revocation: windlass_api::policy::Revocation,
 }
 
 impl RevisionContent {
@@ -357,6 +372,7 @@ pub fn from_bundle(
         created_by: None,
         reason: None,
         verified_by: Vec::new(),
+        permitted_by: None,
         bundle_pulled_from: match (&content.image, &content.pulled_from) {
             (Some(image), Some(mirrored)) => Some(ImageRewrite {
                 image: image.clone(),

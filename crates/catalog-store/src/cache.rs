@@ -2,7 +2,7 @@
 //! recently used content goes first. Content still in use elsewhere (an install holding its
 //! `Arc`) stays alive there; the cache only stops holding it, and reads it again when asked.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -15,6 +15,9 @@ pub const DEFAULT_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 struct Entry {
     content: Arc<BundleContent>,
     bytes: usize,
+    /// The catalogs this content was read for. A digest names bytes, not who offers them: a
+    /// cached bundle counts for a catalog only when that catalog served it.
+    served_by: BTreeSet<String>,
     /// When it was last put or read; the key of `ContentCache::by_use`.
     used: u64,
 }
@@ -45,28 +48,32 @@ impl ContentCache {
         self.clock
     }
 
-    /// The content under `digest`, marked as just used.
-    pub fn get(&mut self, digest: &str) -> Option<Arc<BundleContent>> {
+    /// The content under `digest`, marked as just used, with the catalogs it was read for.
+    pub fn get(&mut self, digest: &str) -> Option<(Arc<BundleContent>, &BTreeSet<String>)> {
         let now = self.tick();
         let entry = self.entries.get_mut(digest)?;
         self.by_use.remove(&entry.used);
         entry.used = now;
         self.by_use.insert(now, digest.to_string());
-        Some(entry.content.clone())
+        Some((entry.content.clone(), &entry.served_by))
     }
 
-    /// Keeps `content` under its digest, then drops the least recently used content until the
-    /// total fits the budget. Content larger than the whole budget is not kept at all.
-    pub fn put(&mut self, content: Arc<BundleContent>) {
+    /// Keeps `content` under its digest (read for `catalog`, when one is named), then drops
+    /// the least recently used content until the total fits the budget. Content larger than
+    /// the whole budget is not kept at all.
+    pub fn put(&mut self, content: Arc<BundleContent>, catalog: Option<&str>) {
         let bytes = content_bytes(&content);
         let digest = content.digest.clone();
+        let mut served_by = BTreeSet::new();
         if let Some(old) = self.entries.remove(&digest) {
             self.by_use.remove(&old.used);
             self.total -= old.bytes;
+            served_by = old.served_by;
         }
         if bytes > self.budget {
             return;
         }
+        served_by.extend(catalog.map(str::to_string));
         let used = self.tick();
         self.by_use.insert(used, digest.clone());
         self.entries.insert(
@@ -74,6 +81,7 @@ impl ContentCache {
             Entry {
                 content,
                 bytes,
+                served_by,
                 used,
             },
         );

@@ -5,6 +5,30 @@ use windlass_oci as oci;
 
 use crate::{BundleContent, BundleLocation, ServedCatalog, StoreError, first_reachable};
 
+/// The manifest digest of a bundle image as the first place that answers (each mirror, then the
+/// source) serves it now, without pulling its content.
+pub(crate) async fn resolve(
+    served: &ServedCatalog,
+    csv_name: &str,
+    location: &BundleLocation,
+    rules: &MirrorRules,
+) -> Result<String, StoreError> {
+    let reference = match location {
+        BundleLocation::Directory { digest, .. } => return Ok(digest.clone()),
+        BundleLocation::Image { reference } => reference,
+    };
+    let (digest, _) = first_reachable(rules, reference, |place| async move {
+        oci::resolve_digest(&place, &served.registry_for(&place)).await
+    })
+    .await
+    .map_err(|e| StoreError::Fetch {
+        csv_name: csv_name.to_string(),
+        location: reference.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(digest)
+}
+
 /// Reads a bundle; an image through the mirrors `rules` give for it, each with the
 /// credentials the catalog holds for its registry.
 pub(crate) async fn fetch(

@@ -505,54 +505,95 @@ impl CatalogStore {
         merged
     }
 
-    /// Content cached under this digest, if the cache still holds it.
+    /// Content cached under this digest, if the cache still holds it, whoever served it.
     pub fn cached(&self, digest: &str) -> Option<Arc<BundleContent>> {
         self.cache
             .lock()
             .expect("bundle cache poisoned")
             .get(digest)
+            .map(|(content, _)| content)
     }
 
-    /// Keeps content under its digest (the Blueprint controller also puts revisions it
-    /// restored from the cluster here), while the cache's budget allows.
+    /// Content cached under this digest when it was read for `catalog`.
+    fn cached_for(&self, digest: &str, catalog: &str) -> Option<Arc<BundleContent>> {
+        let mut cache = self.cache.lock().expect("bundle cache poisoned");
+        let (content, served_by) = cache.get(digest)?;
+        served_by.contains(catalog).then_some(content)
+    }
+
+    /// Keeps content under its digest while the cache's budget allows.
     pub fn remember(&self, content: BundleContent) -> Arc<BundleContent> {
+        self.keep(content, None)
+    }
+
+    fn keep(&self, content: BundleContent, catalog: Option<&str>) -> Arc<BundleContent> {
         let content = Arc::new(content);
         self.cache
             .lock()
             .expect("bundle cache poisoned")
-            .put(content.clone());
+            .put(content.clone(), catalog);
         content
     }
 
-    /// A bundle's content, from the cache when `digest` (or the catalog's location) is known,
-    /// otherwise read from where the catalog says it lives. When `digest` is given and the
-    /// catalog now serves different content under the same CSV name (a republished bundle),
-    /// that is an error naming the new digest: the caller resolved against older content.
-    /// While the catalog does not serve the bundle (not loaded yet, or unreachable), cached
-    /// content for `digest` is what was resolved and is returned.
-    pub async fn bundle(
+    /// What `catalog` (or, without one, the first served catalog by name that has it) says of
+    /// bundle `csv_name` before any of its content is read: enough to refuse an install
+    /// before anything of it is pulled.
+    pub fn offer(&self, catalog: Option<&str>, csv_name: &str) -> Result<Offer, StoreError> {
+        let candidates = match catalog {
+            Some(name) => vec![
+                self.get(name)
+                    .ok_or_else(|| StoreError::UnknownCatalog(name.to_string()))?,
+            ],
+            None => {
+                let catalogs = self.catalogs.read().expect("catalog store poisoned");
+                if catalogs.is_empty() {
+                    return Err(StoreError::NoCatalogs);
+                }
+                catalogs.values().cloned().collect()
+            }
+        };
+        for served in &candidates {
+            let Some(bundle) = served
+                .catalog
+                .packages
+                .values()
+                .find_map(|p| p.bundles.get(csv_name))
+            else {
+                continue;
+            };
+            let package = bundle.package.to_string();
+            let delisted = served
+                .listing
+                .delisting
+                .covering(&package, &bundle.version)
+                .map(|d| OfferDelisted {
+                    whole_package: d.version.is_none(),
+                    message: d.by(&served.name),
+                });
+            return Ok(Offer {
+                catalog: served.name.clone(),
+                package,
+                version: bundle.version.clone(),
+                delisted,
+            });
+        }
+        Err(StoreError::UnknownBundle {
+            catalog: catalog.unwrap_or("any served catalog").to_string(),
+            csv_name: csv_name.to_string(),
+        })
+    }
+
+    /// The digest of the content `catalog` serves for `csv_name`, without reading the content:
+    /// the one its location pins, the one `known` names when that was read for this catalog
+    /// and the location pins none, else the image's manifest digest as its registry answers
+    /// now. Resolving a bundle costs no pull, so content is read only by an install that
+    /// passed its checks.
+    pub async fn digest_of(
         &self,
         catalog: &str,
         csv_name: &str,
-        digest: Option<&str>,
-    ) -> Result<Arc<BundleContent>, StoreError> {
-        let known = digest
-            .and_then(|d| self.cached(d))
-            .filter(|hit| hit.csv_name == csv_name);
-        let serving = self
-            .get(catalog)
-            .and_then(|served| served.location(csv_name));
-        if let Some(hit) = known {
-            // The catalog's location names the digest it serves now, when it pins one: a
-            // republished bundle shows up there, never in the cache.
-            let unchanged = serving
-                .as_ref()
-                .and_then(BundleLocation::digest)
-                .is_none_or(|now| now == hit.digest);
-            if unchanged {
-                return Ok(hit);
-            }
-        }
+        known: Option<&str>,
+    ) -> Result<String, StoreError> {
         let served = self
             .get(catalog)
             .ok_or_else(|| StoreError::UnknownCatalog(catalog.to_string()))?;
@@ -562,12 +603,76 @@ impl CatalogStore {
                 catalog: catalog.to_string(),
                 csv_name: csv_name.to_string(),
             })?;
-        if let Some(hit) = location.digest().and_then(|d| self.cached(d)) {
+        if let Some(pinned) = location.digest() {
+            return Ok(pinned.to_string());
+        }
+        if let Some(known) = known
+            && self
+                .cached_for(known, catalog)
+                .is_some_and(|hit| hit.csv_name == csv_name)
+        {
+            return Ok(known.to_string());
+        }
+        crate::fetch::resolve(&served, csv_name, &location, &self.mirrors()).await
+    }
+
+    /// A bundle's content as `catalog` serves it. Cached content counts only for the catalog
+    /// it was read for: a digest another catalog served, or one this catalog no longer
+    /// offers under `csv_name`, is never handed out in its name. When `digest` is given and
+    /// the catalog now serves different content under the same CSV name (a republished
+    /// bundle), that is an error naming the new digest: the caller resolved against older
+    /// content. While the catalog is not served at all (not loaded yet, or unreachable),
+    /// content it served before under `digest` is what was resolved and is returned.
+    pub async fn bundle(
+        &self,
+        catalog: &str,
+        csv_name: &str,
+        digest: Option<&str>,
+    ) -> Result<Arc<BundleContent>, StoreError> {
+        let Some(served) = self.get(catalog) else {
+            return digest
+                .and_then(|d| self.cached_for(d, catalog))
+                .filter(|hit| hit.csv_name == csv_name)
+                .ok_or_else(|| StoreError::UnknownCatalog(catalog.to_string()));
+        };
+        let location = served
+            .location(csv_name)
+            .ok_or_else(|| StoreError::UnknownBundle {
+                catalog: catalog.to_string(),
+                csv_name: csv_name.to_string(),
+            })?;
+        let hit = match location.digest() {
+            // What the catalog offers now is content-addressed: whoever read it, it is this.
+            Some(pinned) => self.cached(pinned),
+            // A tag: only what was read for this catalog is known to be what it offered.
+            None => digest.and_then(|d| self.cached_for(d, catalog)),
+        };
+        if let Some(hit) = hit.filter(|hit| hit.csv_name == csv_name) {
             return check_digest(hit, digest);
         }
         let content = crate::fetch::fetch(&served, csv_name, &location, &self.mirrors()).await?;
-        check_digest(self.remember(content), digest)
+        check_digest(self.keep(content, Some(catalog)), digest)
     }
+}
+
+/// What a served catalog says of one bundle ([`CatalogStore::offer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offer {
+    /// The catalog that offers it.
+    pub catalog: String,
+    pub package: String,
+    pub version: semver::Version,
+    /// Why the catalog's admin delisted it (the version or the whole package), if they did.
+    pub delisted: Option<OfferDelisted>,
+}
+
+/// A delisting that covers an offered bundle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OfferDelisted {
+    /// The whole package is delisted, not only this version.
+    pub whole_package: bool,
+    /// "version 1.0.1 of package acme-db is delisted by catalog vendor (ACME-123)".
+    pub message: String,
 }
 
 fn check_digest(

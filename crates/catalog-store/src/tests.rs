@@ -308,14 +308,135 @@ async fn a_republished_bundle_is_seen_although_the_old_digest_is_cached() {
         other => panic!("the republished bundle went unnoticed: {other:?}"),
     }
 
-    // A catalog that is not served (unreachable, not loaded) leaves what was resolved usable.
+    // A catalog that is not served (unreachable, not loaded) leaves what it served usable.
     let offline = CatalogStore::new();
-    offline.remember(acme_db("sha256:old"));
+    offline.keep(acme_db("sha256:old"), Some("builtin"));
     let kept = offline
         .bundle("builtin", "acme-db.v1.0.0", Some("sha256:old"))
         .await
         .unwrap();
     assert_eq!(kept.digest, "sha256:old");
+}
+
+/// A served catalog whose `acme-db.v1.0.0` lives at an image `reference`.
+fn serving_image(name: &str, reference: &str) -> ServedCatalog {
+    let mut catalog = served(name, 0, "sha256:catalog", &["acme-db"]);
+    Arc::make_mut(&mut catalog.bundles).insert(
+        "acme-db.v1.0.0".into(),
+        BundleLocation::Image {
+            reference: reference.into(),
+        },
+    );
+    catalog
+}
+
+#[tokio::test]
+async fn cached_content_counts_only_for_the_catalog_that_served_it() {
+    let store = CatalogStore::new();
+    // `vendor` served this digest; `allowed` is a catalog a tenant may install from.
+    store.keep(acme_db("sha256:vendor"), Some("vendor"));
+    store.serve(serving_image("vendor", "127.0.0.1:1/acme/db@sha256:vendor"));
+
+    // Not served at all: only content it served itself is returned.
+    match store
+        .bundle("allowed", "acme-db.v1.0.0", Some("sha256:vendor"))
+        .await
+    {
+        Err(StoreError::UnknownCatalog(name)) => assert_eq!(name, "allowed"),
+        other => panic!("another catalog's content was handed out: {other:?}"),
+    }
+
+    // Served, under a tag: the digest another catalog served does not stand for its tag. The
+    // registry on port 1 refuses, so this reads nothing and fails instead.
+    store.serve(serving_image("allowed", "127.0.0.1:1/allowed/db:1.0.0"));
+    match store
+        .bundle("allowed", "acme-db.v1.0.0", Some("sha256:vendor"))
+        .await
+    {
+        Err(StoreError::Fetch { location, .. }) => {
+            assert_eq!(location, "127.0.0.1:1/allowed/db:1.0.0")
+        }
+        other => panic!("another catalog's content was handed out: {other:?}"),
+    }
+    // What vendor serves is still vendor's.
+    let vendors = store
+        .bundle("vendor", "acme-db.v1.0.0", Some("sha256:vendor"))
+        .await
+        .unwrap();
+    assert_eq!(vendors.digest, "sha256:vendor");
+
+    // Served without the bundle: nothing, whatever the cache holds.
+    let mut empty = served("allowed", 0, "sha256:empty", &[]);
+    Arc::make_mut(&mut empty.bundles).clear();
+    store.serve(empty);
+    assert!(matches!(
+        store
+            .bundle("allowed", "acme-db.v1.0.0", Some("sha256:vendor"))
+            .await,
+        Err(StoreError::UnknownBundle { .. })
+    ));
+}
+
+#[tokio::test]
+async fn content_read_for_a_tag_is_reused_only_by_the_catalog_it_was_read_for() {
+    let store = CatalogStore::new();
+    store.keep(acme_db("sha256:tagged"), Some("vendor"));
+    store.serve(serving_image("vendor", "127.0.0.1:1/acme/db:1.0.0"));
+    let hit = store
+        .bundle("vendor", "acme-db.v1.0.0", Some("sha256:tagged"))
+        .await
+        .unwrap();
+    assert_eq!(hit.digest, "sha256:tagged");
+    // Resolving the digest for that tag asks nothing of the registry either.
+    assert_eq!(
+        store
+            .digest_of("vendor", "acme-db.v1.0.0", Some("sha256:tagged"))
+            .await
+            .unwrap(),
+        "sha256:tagged"
+    );
+}
+
+#[tokio::test]
+async fn a_pinned_location_gives_its_digest_without_reading_the_bundle() {
+    let store = CatalogStore::new();
+    store.serve(serving_at("sha256:pinned"));
+    assert_eq!(
+        store
+            .digest_of("builtin", "acme-db.v1.0.0", None)
+            .await
+            .unwrap(),
+        "sha256:pinned"
+    );
+    assert_eq!(store.cache_usage(), (0, 0), "nothing was read");
+}
+
+#[test]
+fn an_offer_names_the_package_version_and_what_delists_it() {
+    let store = CatalogStore::new();
+    let mut vendor = served("vendor", 0, "sha256:v", &["acme-db"]);
+    let entries = [("acme-db", &["1.0.0".to_string()][..], "ACME-1")];
+    vendor.listing.delisting = windlass_catalog::listing::Delisting::from_entries(entries).0;
+    store.serve(vendor);
+    let offer = store.offer(Some("vendor"), "acme-db.vendor").unwrap();
+    assert_eq!(offer.package, "acme-db");
+    assert_eq!(offer.version, semver::Version::new(1, 0, 0));
+    assert_eq!(
+        offer.delisted,
+        Some(OfferDelisted {
+            whole_package: false,
+            message: "version 1.0.0 of package acme-db is delisted by catalog vendor (ACME-1)"
+                .into()
+        })
+    );
+    assert!(matches!(
+        store.offer(Some("other"), "acme-db.vendor"),
+        Err(StoreError::UnknownCatalog(_))
+    ));
+    assert_eq!(
+        store.offer(None, "acme-db.vendor").unwrap().catalog,
+        "vendor"
+    );
 }
 
 #[test]

@@ -1,5 +1,12 @@
-//! Serving certificates for operator webhooks: a CA per webhook Service and a leaf certificate
-//! for `<service>.<namespace>.svc`, kept in a Secret and rotated well before they expire.
+//! Serving certificates for operator webhooks. One CA, the manager's, signs a leaf certificate
+//! for each webhook Service (`<service>.<namespace>.svc`); the leaf and its key go into a
+//! Secret in the operator's namespace, which its pods mount, and the CA's certificates are what
+//! webhook configurations and CRD conversions trust.
+//!
+//! The CA lives in the manager's namespace, out of tenants' reach: what a cluster-scoped object
+//! trusts is never read from a Secret a tenant can write. A leaf Secret in a tenant's namespace
+//! is sealed, so one a tenant edited is issued again instead of being believed. Pure: the
+//! Secrets are read and written by the reconciler.
 
 use std::collections::BTreeMap;
 use windlass_api::names::annotations;
@@ -9,123 +16,54 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+use sha2::{Digest, Sha256};
+use windlass_revisions::{SealKey, Subject, seal};
 
-/// How long a generated certificate is valid.
+/// How long a leaf certificate is valid.
 pub const VALIDITY: SignedDuration = SignedDuration::from_hours(24 * 365);
-/// Certificates are replaced when less than this remains, so a webhook never serves an expired one.
+/// Leaves are replaced when less than this remains, so a webhook never serves an expired one.
 pub const ROTATE_BEFORE: SignedDuration = SignedDuration::from_hours(24 * 30);
+/// How long the CA is valid.
+pub const CA_VALIDITY: SignedDuration = SignedDuration::from_hours(24 * 365 * 10);
+/// The CA is replaced when less than this remains; the one it replaces stays trusted until it
+/// expires, which is after every leaf it signed has (leaves live a year).
+pub const CA_ROTATE_BEFORE: SignedDuration = SignedDuration::from_hours(24 * 365 * 2);
+
+const CA_NAME: &str = "windlass webhook CA";
 
 #[derive(Debug, thiserror::Error)]
-#[error("generating a serving certificate for {subject}: {source}")]
+#[error("generating a certificate for {subject}: {source}")]
 pub struct CertError {
     subject: String,
     source: rcgen::Error,
 }
 
-/// The Secret data key of the CA a rotation replaced, kept while its certificate is valid.
-const PREVIOUS_CA_KEY: &str = "previous-ca.crt";
+/// Data keys of the CA Secret in the manager's namespace.
+pub mod ca_secret {
+    /// The Secret's name.
+    pub const NAME: &str = "windlass-webhook-ca";
+    pub const CERT: &str = "ca.crt";
+    pub const KEY: &str = "ca.key";
+    /// The CA a rotation replaced, trusted while it is valid.
+    pub const PREVIOUS: &str = "previous-ca.crt";
+}
 
-/// A CA and a serving certificate it signed, PEM-encoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServingCert {
-    pub ca_pem: String,
+/// The manager's webhook CA.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookCa {
     pub cert_pem: String,
     pub key_pem: String,
     pub not_after: Timestamp,
-    /// After a rotation: the CA that signed the replaced certificate, and when that expires.
+    /// After a rotation: the replaced CA's certificate, and when it expires.
     pub previous: Option<(String, Timestamp)>,
 }
 
-impl ServingCert {
-    /// The Secret data keys OLM-built operators expect (`tls.crt`, `tls.key`, `ca.crt`).
-    pub fn secret_data(&self) -> BTreeMap<String, String> {
-        [
-            ("tls.crt".to_string(), self.cert_pem.clone()),
-            ("tls.key".to_string(), self.key_pem.clone()),
-            ("ca.crt".to_string(), self.ca_pem.clone()),
-        ]
-        .into_iter()
-        .chain(
-            self.previous
-                .as_ref()
-                .map(|(ca, _)| (PREVIOUS_CA_KEY.to_string(), ca.clone())),
-        )
-        .collect()
-    }
-
-    /// The Secret's annotations: when the certificate (and any replaced one) expires.
-    pub fn secret_annotations(&self) -> BTreeMap<String, String> {
-        let mut annotations = BTreeMap::from([(
-            annotations::CERTIFICATE_NOT_AFTER.to_string(),
-            self.not_after.to_string(),
-        )]);
-        if let Some((_, expires)) = &self.previous {
-            annotations.insert(
-                annotations::PREVIOUS_CERTIFICATE_NOT_AFTER.to_string(),
-                expires.to_string(),
-            );
-        }
-        annotations
-    }
-
-    /// What webhook clients trust: the CA, and after a rotation also the one it replaced,
-    /// since pods pick up a rotated Secret only some time after it is written.
-    pub fn ca_bundle(&self) -> String {
-        match &self.previous {
-            Some((previous, _)) => format!("{}{}", self.ca_pem, previous),
-            None => self.ca_pem.clone(),
-        }
-    }
-
-    /// `fresh` replacing this certificate: this one's CA stays trusted until it expires.
-    pub fn rotated_to(self, fresh: ServingCert) -> ServingCert {
-        ServingCert {
-            previous: Some((self.ca_pem, self.not_after)),
-            ..fresh
-        }
-    }
-
-    /// This certificate without a replaced CA whose certificate has expired (no pod can
-    /// serve that one any more).
-    pub fn settled(mut self, now: Timestamp) -> ServingCert {
-        if self
-            .previous
-            .as_ref()
-            .is_some_and(|(_, expires)| *expires <= now)
-        {
-            self.previous = None;
-        }
-        self
-    }
-
-    /// Reads a certificate back from a Secret's data and annotations; `None` when anything is
-    /// missing, which makes the caller generate a new one.
-    pub fn from_secret(
-        data: &BTreeMap<String, Vec<u8>>,
-        annotations: &BTreeMap<String, String>,
-    ) -> Option<Self> {
-        let text = |key: &str| {
-            data.get(key)
-                .and_then(|v| String::from_utf8(v.clone()).ok())
-        };
-        Some(ServingCert {
-            ca_pem: text("ca.crt")?,
-            cert_pem: text("tls.crt")?,
-            key_pem: text("tls.key")?,
-            not_after: annotations
-                .get(annotations::CERTIFICATE_NOT_AFTER)?
-                .parse()
-                .ok()?,
-            previous: text(PREVIOUS_CA_KEY).zip(
-                annotations
-                    .get(annotations::PREVIOUS_CERTIFICATE_NOT_AFTER)
-                    .and_then(|t| t.parse().ok()),
-            ),
-        })
-    }
-
-    pub fn needs_rotation(&self, now: Timestamp) -> bool {
-        self.not_after.duration_since(now) < ROTATE_BEFORE
+impl std::fmt::Debug for WebhookCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key signs certificates every webhook client trusts: never in a log line.
+        f.debug_struct("WebhookCa")
+            .field("not_after", &self.not_after)
+            .finish_non_exhaustive()
     }
 }
 
@@ -134,117 +72,280 @@ fn to_offset(ts: Timestamp) -> time::OffsetDateTime {
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
 }
 
-/// Generates a fresh CA and a certificate for the Service's in-cluster DNS names.
-pub fn generate(service: &str, namespace: &str, now: Timestamp) -> Result<ServingCert, CertError> {
-    let subject = format!("{service}.{namespace}.svc");
-    let err = |source| CertError {
-        subject: subject.clone(),
-        source,
-    };
-    let not_before = now - SignedDuration::from_mins(5);
-    let not_after = now + VALIDITY;
-
-    let ca_key = KeyPair::generate().map_err(err)?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca_params.distinguished_name.push(
-        DnType::CommonName,
-        format!("windlass webhook CA for {subject}"),
-    );
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    ca_params.not_before = to_offset(not_before);
-    ca_params.not_after = to_offset(not_after);
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(err)?;
-
-    let names = vec![
-        service.to_string(),
-        format!("{service}.{namespace}"),
-        format!("{service}.{namespace}.svc"),
-        format!("{service}.{namespace}.svc.cluster.local"),
-    ];
-    let key = KeyPair::generate().map_err(err)?;
-    let mut params = CertificateParams::new(names).map_err(err)?;
-    params
-        .distinguished_name
-        .push(DnType::CommonName, subject.clone());
-    params.is_ca = IsCa::ExplicitNoCa;
-    params.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    params.not_before = to_offset(not_before);
+fn ca_params(not_after: Timestamp) -> Result<CertificateParams, rcgen::Error> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, CA_NAME);
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params.not_before = to_offset(not_after - CA_VALIDITY - SignedDuration::from_mins(5));
     params.not_after = to_offset(not_after);
-    let issuer = Issuer::from_params(&ca_params, &ca_key);
-    let cert = params.signed_by(&key, &issuer).map_err(err)?;
+    Ok(params)
+}
 
-    Ok(ServingCert {
-        ca_pem: ca_cert.pem(),
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-        not_after,
-        previous: None,
-    })
+impl WebhookCa {
+    /// A fresh CA valid for [`CA_VALIDITY`] from `now`.
+    pub fn generate(now: Timestamp) -> Result<WebhookCa, CertError> {
+        let err = |source| CertError {
+            subject: CA_NAME.into(),
+            source,
+        };
+        let not_after = now + CA_VALIDITY;
+        let key = KeyPair::generate().map_err(err)?;
+        let cert = ca_params(not_after)
+            .map_err(err)?
+            .self_signed(&key)
+            .map_err(err)?;
+        Ok(WebhookCa {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            not_after,
+            previous: None,
+        })
+    }
+
+    /// What webhook clients trust: this CA, and the one it replaced while that is valid.
+    pub fn bundle(&self) -> String {
+        match &self.previous {
+            Some((previous, _)) => format!("{}{}", self.cert_pem, previous),
+            None => self.cert_pem.clone(),
+        }
+    }
+
+    pub fn needs_rotation(&self, now: Timestamp) -> bool {
+        self.not_after.duration_since(now) < CA_ROTATE_BEFORE
+    }
+
+    /// A new CA, this one trusted beside it until it expires; a replaced CA already expired
+    /// is dropped.
+    pub fn rotated(self, now: Timestamp) -> Result<WebhookCa, CertError> {
+        let fresh = WebhookCa::generate(now)?;
+        Ok(WebhookCa {
+            previous: Some((self.cert_pem, self.not_after)),
+            ..fresh
+        })
+    }
+
+    /// This CA without a replaced one that has expired.
+    pub fn settled(mut self, now: Timestamp) -> WebhookCa {
+        if self.previous.as_ref().is_some_and(|(_, end)| *end <= now) {
+            self.previous = None;
+        }
+        self
+    }
+
+    /// A short fingerprint of this CA's certificate: which CA issued a leaf.
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.cert_pem)
+    }
+
+    /// The CA Secret's data and annotations.
+    pub fn secret_data(&self) -> BTreeMap<String, String> {
+        let mut data = BTreeMap::from([
+            (ca_secret::CERT.to_string(), self.cert_pem.clone()),
+            (ca_secret::KEY.to_string(), self.key_pem.clone()),
+        ]);
+        if let Some((previous, _)) = &self.previous {
+            data.insert(ca_secret::PREVIOUS.to_string(), previous.clone());
+        }
+        data
+    }
+
+    pub fn secret_annotations(&self) -> BTreeMap<String, String> {
+        let mut notes = BTreeMap::from([(
+            annotations::CERTIFICATE_NOT_AFTER.to_string(),
+            self.not_after.to_string(),
+        )]);
+        if let Some((_, end)) = &self.previous {
+            notes.insert(
+                annotations::PREVIOUS_CERTIFICATE_NOT_AFTER.to_string(),
+                end.to_string(),
+            );
+        }
+        notes
+    }
+
+    /// The CA read back from its Secret; `None` when anything is missing or the key does not
+    /// load (a new CA is made then).
+    pub fn from_secret(
+        data: &BTreeMap<String, Vec<u8>>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Option<WebhookCa> {
+        let text = |key: &str| {
+            data.get(key)
+                .and_then(|v| String::from_utf8(v.clone()).ok())
+        };
+        let time = |key: &str| annotations.get(key).and_then(|t| t.parse().ok());
+        let ca = WebhookCa {
+            cert_pem: text(ca_secret::CERT)?,
+            key_pem: text(ca_secret::KEY)?,
+            not_after: time(annotations::CERTIFICATE_NOT_AFTER)?,
+            previous: text(ca_secret::PREVIOUS)
+                .zip(time(annotations::PREVIOUS_CERTIFICATE_NOT_AFTER)),
+        };
+        KeyPair::from_pem(&ca.key_pem).ok()?;
+        Some(ca)
+    }
+
+    /// A leaf for Service `service` in `namespace`, valid for [`VALIDITY`] from `now`.
+    pub fn issue(
+        &self,
+        service: &str,
+        namespace: &str,
+        now: Timestamp,
+    ) -> Result<ServingCert, CertError> {
+        let subject = format!("{service}.{namespace}.svc");
+        let err = |source| CertError {
+            subject: subject.clone(),
+            source,
+        };
+        let ca_key = KeyPair::from_pem(&self.key_pem).map_err(err)?;
+        // The issuer is named by its distinguished name and key; both are the CA's.
+        let ca = ca_params(self.not_after).map_err(err)?;
+        let issuer = Issuer::from_params(&ca, &ca_key);
+        let names = vec![
+            service.to_string(),
+            format!("{service}.{namespace}"),
+            format!("{service}.{namespace}.svc"),
+            format!("{service}.{namespace}.svc.cluster.local"),
+        ];
+        let not_after = now + VALIDITY;
+        let key = KeyPair::generate().map_err(err)?;
+        let mut params = CertificateParams::new(names).map_err(err)?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, subject.clone());
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.not_before = to_offset(now - SignedDuration::from_mins(5));
+        params.not_after = to_offset(not_after);
+        let cert = params.signed_by(&key, &issuer).map_err(err)?;
+        Ok(ServingCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            not_after,
+            issuer: self.fingerprint(),
+        })
+    }
+}
+
+fn fingerprint(pem: &str) -> String {
+    Sha256::digest(pem.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A leaf certificate and its key, PEM-encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServingCert {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub not_after: Timestamp,
+    /// The fingerprint of the CA that signed it.
+    pub issuer: String,
+}
+
+/// The annotation naming the CA that signed a leaf.
+const ISSUER: &str = "windlass.dev/certificate-issuer";
+
+impl ServingCert {
+    /// The leaf Secret's data: the keys OLM-built operators expect (`tls.crt`, `tls.key`,
+    /// `ca.crt`, the last being what clients of the webhook trust).
+    pub fn secret_data(&self, ca: &WebhookCa) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("tls.crt".to_string(), self.cert_pem.clone()),
+            ("tls.key".to_string(), self.key_pem.clone()),
+            ("ca.crt".to_string(), ca.bundle()),
+        ])
+    }
+
+    /// The leaf Secret's annotations: when it expires, who issued it, and the seal over both
+    /// and the certificate and key, bound to the Secret's namespace and name.
+    pub fn secret_annotations(
+        &self,
+        key: &SealKey,
+        namespace: &str,
+        name: &str,
+    ) -> BTreeMap<String, String> {
+        let not_after = self.not_after.to_string();
+        BTreeMap::from([
+            (
+                annotations::CERTIFICATE_NOT_AFTER.to_string(),
+                not_after.clone(),
+            ),
+            (ISSUER.to_string(), self.issuer.clone()),
+            (
+                windlass_api::names::seal::ANNOTATION.to_string(),
+                seal::seal(
+                    key,
+                    &leaf_subject(namespace, name),
+                    &self.sealed_parts(&not_after),
+                ),
+            ),
+        ])
+    }
+
+    fn sealed_parts<'a>(&'a self, not_after: &'a str) -> [&'a [u8]; 4] {
+        [
+            self.cert_pem.as_bytes(),
+            self.key_pem.as_bytes(),
+            not_after.as_bytes(),
+            self.issuer.as_bytes(),
+        ]
+    }
+
+    /// The leaf read back from Secret `namespace/name`; `None` when anything is missing or its
+    /// seal does not check (edited, or not written by this windlass), which makes the caller
+    /// issue a new one.
+    pub fn from_secret(
+        key: &SealKey,
+        namespace: &str,
+        name: &str,
+        data: &BTreeMap<String, Vec<u8>>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Option<Self> {
+        let text = |key: &str| {
+            data.get(key)
+                .and_then(|v| String::from_utf8(v.clone()).ok())
+        };
+        let not_after_text = annotations.get(annotations::CERTIFICATE_NOT_AFTER)?;
+        let cert = ServingCert {
+            cert_pem: text("tls.crt")?,
+            key_pem: text("tls.key")?,
+            not_after: not_after_text.parse().ok()?,
+            issuer: annotations.get(ISSUER)?.clone(),
+        };
+        let found = annotations.get(windlass_api::names::seal::ANNOTATION);
+        seal::verify(
+            key,
+            &leaf_subject(namespace, name),
+            &cert.sealed_parts(not_after_text),
+            found.map(String::as_str),
+        )
+        .ok()?;
+        Some(cert)
+    }
+
+    /// Whether the leaf must be issued again: it expires soon, or another CA signed it.
+    pub fn needs_reissue(&self, ca: &WebhookCa, now: Timestamp) -> bool {
+        self.not_after.duration_since(now) < ROTATE_BEFORE || self.issuer != ca.fingerprint()
+    }
+}
+
+fn leaf_subject(namespace: &str, name: &str) -> Subject {
+    Subject {
+        kind: "WebhookCertificate".into(),
+        object: format!("{namespace}/{name}"),
+        uid: String::new(),
+        revision: None,
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn generated_certificate_round_trips_through_a_secret_and_rotates_near_expiry() {
-        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        let cert = generate("gateway-webhook", "ops", now).unwrap();
-        assert!(cert.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
-        assert!(cert.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
-        assert!(cert.key_pem.contains("PRIVATE KEY"));
-        assert_ne!(cert.ca_pem, cert.cert_pem);
-
-        let data = cert
-            .secret_data()
-            .into_iter()
-            .map(|(k, v)| (k, v.into_bytes()))
-            .collect();
-        let back = ServingCert::from_secret(&data, &cert.secret_annotations()).unwrap();
-        assert_eq!(back, cert);
-
-        assert!(!cert.needs_rotation(now));
-        assert!(!cert.needs_rotation(now + SignedDuration::from_hours(24 * 300)));
-        assert!(cert.needs_rotation(now + SignedDuration::from_hours(24 * 340)));
-        assert!(cert.needs_rotation(now + VALIDITY));
-    }
-
-    #[test]
-    fn a_rotation_keeps_the_old_ca_trusted_until_its_certificate_expires() {
-        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        let old = generate("gateway-webhook", "ops", now).unwrap();
-        let rotation = old.not_after - ROTATE_BEFORE + SignedDuration::from_hours(1);
-        let fresh = generate("gateway-webhook", "ops", rotation).unwrap();
-        let rotated = old.clone().rotated_to(fresh.clone());
-        assert_eq!(rotated.cert_pem, fresh.cert_pem);
-        let bundle = rotated.ca_bundle();
-        assert!(bundle.contains(&fresh.ca_pem) && bundle.contains(&old.ca_pem));
-
-        // Kept through the Secret, and dropped once the old certificate has expired.
-        let data = rotated
-            .secret_data()
-            .into_iter()
-            .map(|(k, v)| (k, v.into_bytes()))
-            .collect();
-        let back = ServingCert::from_secret(&data, &rotated.secret_annotations()).unwrap();
-        assert_eq!(back, rotated);
-        let before_expiry = back
-            .clone()
-            .settled(old.not_after - SignedDuration::from_secs(1));
-        assert!(before_expiry.ca_bundle().contains(&old.ca_pem));
-        let after_expiry = back.settled(old.not_after);
-        assert_eq!(after_expiry.ca_bundle(), fresh.ca_pem);
-        assert_eq!(after_expiry.previous, None);
-    }
-
-    #[test]
-    fn a_secret_missing_any_part_is_regenerated() {
-        let annotations = BTreeMap::new();
-        assert!(ServingCert::from_secret(&BTreeMap::new(), &annotations).is_none());
-    }
-}
+#[path = "certs_tests.rs"]
+mod tests;

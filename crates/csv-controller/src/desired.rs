@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use windlass_api::names::annotations;
 
 use serde_json::{Value, json};
-use windlass_api::OperatorConfig;
+use windlass_api::{OperatorConfig, policy::ClusterScopedGrant};
 use windlass_bundle::csv::{ClusterServiceVersion as OlmCsv, Permissions};
 
 use crate::names;
@@ -23,6 +23,9 @@ pub struct InstallContext<'a> {
     pub config: &'a OperatorConfig,
     /// Images the Deployments run from a mirror instead of where the bundle names them.
     pub image_rewrites: &'a [windlass_mirror::Rewrite],
+    /// The cluster-scoped objects the install may have (its sealed `spec.grant`): cluster-wide
+    /// RBAC only with ClusterPermissions, webhook configurations only with Webhooks.
+    pub grants: &'a [ClusterScopedGrant],
 }
 
 /// One object to apply. `owned` objects live in the CSV's namespace and are garbage-collected
@@ -46,6 +49,10 @@ impl DesiredObject {
 }
 
 impl InstallContext<'_> {
+    pub fn granted(&self, grant: ClusterScopedGrant) -> bool {
+        self.grants.contains(&grant)
+    }
+
     pub fn all_namespaces(&self) -> bool {
         self.target_namespaces.is_empty() || self.target_namespaces.iter().all(|n| n.is_empty())
     }
@@ -110,8 +117,11 @@ pub fn build(ctx: &InstallContext<'_>) -> Vec<DesiredObject> {
         for permission in &strategy.permissions {
             objects.extend(namespaced_permission(ctx, permission));
         }
-        for permission in &strategy.cluster_permissions {
-            objects.extend(cluster_permission(ctx, permission, "cluster"));
+        // Not granted (or withdrawn): none is made, and the prune removes what was.
+        if ctx.granted(ClusterScopedGrant::ClusterPermissions) {
+            for permission in &strategy.cluster_permissions {
+                objects.extend(cluster_permission(ctx, permission, "cluster"));
+            }
         }
     }
     objects.extend(deployments(ctx));
@@ -154,6 +164,9 @@ fn subject(ctx: &InstallContext<'_>, service_account: &str) -> Value {
 /// AllNamespaces install a ClusterRole and ClusterRoleBinding, as OLM grants them.
 fn namespaced_permission(ctx: &InstallContext<'_>, permission: &Permissions) -> Vec<DesiredObject> {
     if ctx.all_namespaces() {
+        if !ctx.granted(ClusterScopedGrant::ClusterPermissions) {
+            return Vec::new();
+        }
         return cluster_permission(ctx, permission, "all");
     }
     let sa = permission.service_account_name.as_str();

@@ -3,6 +3,7 @@ use windlass_api::OperatorConfig;
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 
 use super::*;
+use windlass_api::policy::ClusterScopedGrant;
 
 fn csv() -> OlmCsv {
     OlmCsv::from_value(&json!({
@@ -36,6 +37,10 @@ fn ctx<'a>(
         target_namespaces: targets,
         config,
         image_rewrites: &[],
+        grants: &[
+            ClusterScopedGrant::ClusterPermissions,
+            ClusterScopedGrant::Webhooks,
+        ],
     }
 }
 

@@ -5,6 +5,7 @@
 //! The deciding logic is pure and lives in its own modules ([`desired`], [`webhooks`],
 //! [`requirements`], [`health`], [`phase`]); [`reconcile`] only gathers, applies and reports.
 
+pub mod ca_store;
 pub mod certs;
 pub mod desired;
 pub mod health;
@@ -15,4 +16,4 @@ pub mod reconcile;
 pub mod requirements;
 pub mod webhooks;
 
-pub use reconcile::{Context, Error, run};
+pub use reconcile::{Context, Error, Keys, run};

@@ -26,11 +26,12 @@ use kube::{
 use serde_json::{Value, json};
 use tracing::info;
 use windlass_api::{
-    ClusterServiceVersion, CsvPhase, FIELD_MANAGER,
+    Blueprint, ClusterServiceVersion, CsvPhase, FIELD_MANAGER, InstallPolicy,
     condition::{Condition, ConditionStatus, set_condition},
     config::DEFAULT_PROGRESS_DEADLINE_SECONDS,
     csv::ObjectReference,
-    names::{conditions, controllers, finalizers, labels, reasons},
+    names::{annotations, conditions, controllers, finalizers, labels, reasons},
+    policy::ClusterScopedGrant,
 };
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 use windlass_kit::{
@@ -42,8 +43,10 @@ use windlass_kit::{
 };
 use windlass_revisions::SealKey;
 
+use futures::StreamExt;
+
 use crate::{
-    certs,
+    certs::{self, WebhookCa},
     desired::{self, DesiredObject, InstallContext},
     memo::Memo,
     phase::{self, Inputs},
@@ -51,13 +54,14 @@ use crate::{
     webhooks,
 };
 
+mod authority;
 mod cluster_state;
 mod removal;
 mod trust;
 
 use cluster_state::{Source, find_successor, observe, observe_health};
 use removal::{cleanup, may_have_unwanted, prune};
-use trust::{refuse_untrusted, trusted, verify_seal};
+use trust::{refuse_untrusted, seal_refusal, trusted, verify_seal};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -111,6 +115,12 @@ pub struct Context {
     pub server_version: Option<semver::Version>,
     /// The manager's sealing key: only CSVs sealed with it are acted on.
     pub seal_key: SealKey,
+    /// The manager's webhook CA: what webhook configurations and CRD conversions trust.
+    pub webhook_ca: WebhookCa,
+    /// Every Blueprint in scope, trimmed to its identity and revision: whose CSVs are current.
+    pub blueprints: Store<Blueprint>,
+    /// The InstallPolicies: whether the one that permitted a CSV is as it was.
+    pub policies: Store<InstallPolicy>,
     /// Clients acting as the CSVs' install ServiceAccounts.
     pub identities: Identities,
     /// Every CSV in scope (this controller's cache).
@@ -130,15 +140,27 @@ pub struct Context {
     pub progress: ProgressHold,
 }
 
+/// The keys the controller checks and signs with, both from the manager's namespace.
+pub struct Keys {
+    /// Only CSVs sealed with it are acted on; leaf certificate Secrets are sealed with it.
+    pub seal_key: SealKey,
+    /// Signs webhook serving certificates.
+    pub webhook_ca: WebhookCa,
+}
+
 /// Runs the controller over `scope` until `shutdown` resolves.
 pub async fn run(
     client: Client,
     identities: Identities,
     scope: Scope,
-    seal_key: SealKey,
+    keys: Keys,
     metrics: Arc<dyn Metrics>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
+    let Keys {
+        seal_key,
+        webhook_ca,
+    } = keys;
     let server_version = client
         .apiserver_version()
         .await
@@ -175,8 +197,30 @@ pub async fn run(
             .modify(cluster_state::trim_deployment),
     )
     .touched_objects();
+    // Caches only: a CSV's Blueprint or policy changing makes the Blueprint apply it again.
+    let (blueprints, blueprint_writer) = reflector::store::<Blueprint>();
+    tokio::spawn(
+        reflector(
+            blueprint_writer,
+            watcher(scope.api::<Blueprint>(&client), watcher::Config::default())
+                .default_backoff()
+                .modify(authority::trim_blueprint),
+        )
+        .for_each(|_| futures::future::ready(())),
+    );
+    let (policies, policy_writer) = reflector::store::<InstallPolicy>();
+    tokio::spawn(
+        reflector(
+            policy_writer,
+            watcher(Api::all(client.clone()), watcher::Config::default()).default_backoff(),
+        )
+        .for_each(|_| futures::future::ready(())),
+    );
     let naming = controller.store();
     let ctx = Arc::new(Context {
+        webhook_ca,
+        blueprints,
+        policies,
         applier: Applier::new(client.clone()),
         shell: Shell::new(client, scope, controllers::CLUSTER_SERVICE_VERSION, metrics),
         server_version,
@@ -304,13 +348,19 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
 
     // Only what a Blueprint applied is acted on: the spec grants RBAC and runs Deployments.
     if let Err(error) = verify_seal(csv, &ctx.seal_key) {
-        return refuse_untrusted(csv, ctx, &status, &error, now).await;
+        return refuse_untrusted(csv, ctx, &status, seal_refusal(csv, &error), now).await;
     }
 
     // Dereference: the OLM definition, a successor, the cluster's APIs. Before the caches
     // listed, a successor or a Deployment not listed yet would look missing.
     synced(&ctx.csvs, "ClusterServiceVersion").await?;
     synced(&ctx.deployments, "Deployment").await?;
+    synced(&ctx.blueprints, "Blueprint").await?;
+    synced(&ctx.policies, "InstallPolicy").await?;
+    // ... and only while what it was applied under still holds.
+    if let Err(lacking) = authority::check(csv, ctx).await? {
+        return refuse_untrusted(csv, ctx, &status, (lacking.reason, lacking.message), now).await;
+    }
     let definition = OlmCsv::from_value(&csv.spec.definition.to_value());
     let successor = find_successor(&ctx.csvs, &namespace, &name);
     let (observed, invalid) = match &definition {
@@ -348,6 +398,9 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     let uid = csv.uid().unwrap_or_default();
     let mut external = Vec::new();
     let mut applied = false;
+    // CRDs whose conversion another install's webhook serves, for the status.
+    let mut conversion_elsewhere: Vec<String> = Vec::new();
+    let mut conversions_judged = false;
     if let (true, Ok(def)) = (phase::should_apply(&inputs), &definition)
         && let Some(expected) = ctx
             .memo
@@ -381,8 +434,13 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             target_namespaces: &csv.spec.target_namespaces,
             config: &csv.spec.config,
             image_rewrites: &image_rewrites,
+            grants: csv
+                .spec
+                .grant
+                .as_ref()
+                .map_or(&[], |g| g.cluster_scoped.as_slice()),
         };
-        match build_all(client, &ctx_install, now).await {
+        match build_all(ctx, &ctx_install, now).await {
             Ok((objects, conversions)) => {
                 // Namespaced objects as the install identity, so the API server refuses what
                 // it could not create or grant; cluster-scoped ones (which the namespace's
@@ -423,8 +481,13 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                     external = objects.iter().filter(|o| !o.owned).map(reference).collect();
                 } else {
                     for (crd, patch) in conversions {
-                        patch_conversion(client, &crd, &patch).await?;
+                        let owner = format!("{namespace}/{name}");
+                        if let Some(elsewhere) = patch_conversion(ctx, &crd, &patch, &owner).await?
+                        {
+                            conversion_elsewhere.push(elsewhere);
+                        }
                     }
+                    conversions_judged = true;
                     external = objects.iter().filter(|o| !o.owned).map(reference).collect();
                     if may_have_unwanted(csv) {
                         prune(&ctx.applier, csv, &objects).await?;
@@ -487,6 +550,46 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
         trusted(csv.metadata.generation),
         now,
     );
+    // A shared CRD converts through one install's webhook; the others say whose.
+    if conversions_judged {
+        let converts = definition
+            .as_ref()
+            .ok()
+            .and_then(|_| csv.spec.definition.parse::<ConversionCrds>().ok())
+            .is_some_and(|d| {
+                d.spec
+                    .webhookdefinitions
+                    .iter()
+                    .any(|w| w.type_ == webhooks::CONVERSION)
+            });
+        if conversion_elsewhere.is_empty() {
+            if converts {
+                set_condition(
+                    &mut new_status.conditions,
+                    Condition::new(
+                        conditions::csv::CONVERSION_SERVED,
+                        ConditionStatus::True,
+                        reasons::csv::CONVERSION_SERVED_HERE,
+                        "this install's webhook converts its CRDs for every namespace",
+                    )
+                    .observed(csv.metadata.generation),
+                    now,
+                );
+            }
+        } else {
+            set_condition(
+                &mut new_status.conditions,
+                Condition::new(
+                    conditions::csv::CONVERSION_SERVED,
+                    ConditionStatus::False,
+                    reasons::csv::CONVERSION_SERVED_ELSEWHERE,
+                    conversion_elsewhere.join("; "),
+                )
+                .observed(csv.metadata.generation),
+                now,
+            );
+        }
+    }
     // What windlass changed to install a legacy bundle (converted CRDs and removed APIs) is
     // shown on the CSV, once as an Event and for good as a condition.
     let conversions_new = !csv.spec.conversions.is_empty()
@@ -582,7 +685,7 @@ fn reference(object: &DesiredObject) -> ObjectReference {
 
 /// Desired objects of the strategy and its webhooks, plus the CRD conversion patches.
 async fn build_all(
-    client: &Client,
+    controller: &Context,
     ctx: &InstallContext<'_>,
     now: Timestamp,
 ) -> Result<(Vec<DesiredObject>, Vec<(String, Value)>), String> {
@@ -597,7 +700,7 @@ async fn build_all(
         if certs_by_deployment.contains_key(&def.deployment_name) {
             continue;
         }
-        let cert = current_or_new_cert(client, ctx.namespace, &def.deployment_name, now)
+        let cert = current_or_new_cert(controller, ctx.namespace, &def.deployment_name, now)
             .await
             .map_err(|e| e.to_string())?;
         certs_by_deployment.insert(def.deployment_name.clone(), cert);
@@ -617,18 +720,25 @@ async fn build_all(
             webhooks::mount_certificates(&mut object.object, &name);
         }
     }
+    let certificates = webhooks::Certificates {
+        ca: &controller.webhook_ca,
+        seal_key: &controller.seal_key,
+        leaves: &certs_by_deployment,
+    };
+    // Admission webhooks and CRD conversions are cluster-wide: only with the Webhooks grant.
+    let admission = ctx.granted(ClusterScopedGrant::Webhooks);
     objects.extend(webhooks::build(
         ctx,
         &definitions,
-        &certs_by_deployment,
+        certificates,
         &selectors,
+        admission,
     ));
     let conversions = definitions
         .iter()
-        .filter(|d| d.type_ == webhooks::CONVERSION)
+        .filter(|d| admission && d.type_ == webhooks::CONVERSION)
         .flat_map(|d| {
-            let patch =
-                webhooks::conversion_patch(ctx, d, &certs_by_deployment[&d.deployment_name]);
+            let patch = webhooks::conversion_patch(ctx, d, &controller.webhook_ca);
             d.conversion_crds
                 .iter()
                 .map(move |crd| (crd.clone(), patch.clone()))
@@ -637,13 +747,15 @@ async fn build_all(
     Ok((objects, conversions))
 }
 
+/// The leaf certificate of a webhook deployment: the one its Secret holds when that is sealed
+/// by this windlass, issued by the current CA and not about to expire; otherwise a new one.
 async fn current_or_new_cert(
-    client: &Client,
+    ctx: &Context,
     namespace: &str,
     deployment: &str,
     now: Timestamp,
 ) -> Result<certs::ServingCert, Error> {
-    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    let secrets = Api::<Secret>::namespaced(ctx.shell.client.clone(), namespace);
     let secret_name = webhooks::cert_secret_name(deployment);
     let existing = secrets
         .get_opt(&secret_name)
@@ -660,48 +772,78 @@ async fn current_or_new_cert(
             .map(|(k, v)| (k, v.0))
             .collect();
         let annotations = secret.metadata.annotations.unwrap_or_default();
-        if let Some(cert) = certs::ServingCert::from_secret(&data, &annotations) {
-            if !cert.needs_rotation(now) {
-                return Ok(cert.settled(now));
-            }
-            // failurePolicy Fail webhooks would refuse requests while a pod still serves the
-            // old certificate: both CAs are trusted until the old one expires.
-            let fresh = certs::generate(&webhooks::service_name(deployment), namespace, now)?;
-            return Ok(cert.rotated_to(fresh));
+        if let Some(cert) = certs::ServingCert::from_secret(
+            &ctx.seal_key,
+            namespace,
+            &secret_name,
+            &data,
+            &annotations,
+        ) && !cert.needs_reissue(&ctx.webhook_ca, now)
+        {
+            return Ok(cert);
         }
     }
-    Ok(certs::generate(
-        &webhooks::service_name(deployment),
-        namespace,
-        now,
-    )?)
+    Ok(ctx
+        .webhook_ca
+        .issue(&webhooks::service_name(deployment), namespace, now)?)
 }
 
-async fn patch_conversion(client: &Client, crd: &str, patch: &Value) -> Result<(), Error> {
-    let api = Api::<CustomResourceDefinition>::all(client.clone());
+/// Points CRD `crd`'s conversion at the webhook of install `owner` (`namespace/CSV`), unless
+/// another install that still runs owns its conversion: a CRD is shared by every namespace,
+/// and whichever webhook converts it receives every namespace's custom resources of it. The
+/// first install takes it and names itself in the CRD's conversion-owner annotation; a later
+/// one takes over only once that install is gone, or when a cluster admin names it there.
+/// Returns `Some(message)` when another install serves it.
+async fn patch_conversion(
+    ctx: &Context,
+    crd: &str,
+    patch: &Value,
+    owner: &str,
+) -> Result<Option<String>, Error> {
+    let api = Api::<CustomResourceDefinition>::all(ctx.shell.client.clone());
     let existing = api.get_opt(crd).await.map_err(|source| Error::Read {
         what: format!("CRD {crd}"),
         source,
     })?;
     let Some(existing) = existing else {
-        return Ok(());
+        return Ok(None);
     };
-    if windlass_kit::compare::is_subset(patch, &serde_json::to_value(&existing).unwrap_or_default())
+    let holder = existing
+        .annotations()
+        .get(annotations::CONVERSION_OWNER)
+        .cloned();
+    if let Some(holder) = holder.filter(|h| h != owner)
+        && conversion_owner_runs(ctx, &holder, crd)
     {
-        return Ok(());
+        return Ok(Some(format!(
+            "the conversion of CRD {crd} is served by {holder}'s webhook, which converts every \
+             namespace's objects of it (a cluster admin hands it over with kubectl annotate \
+             crd {crd} {}={owner} --overwrite)",
+            annotations::CONVERSION_OWNER
+        )));
+    }
+    let mut patch = patch.clone();
+    patch["metadata"] = json!({"annotations": {annotations::CONVERSION_OWNER: owner}});
+    if windlass_kit::compare::is_subset(
+        &patch,
+        &serde_json::to_value(&existing).unwrap_or_default(),
+    ) {
+        return Ok(None);
     }
     // A merge patch (not an apply) so the Blueprint's apply of the CRD does not take the
-    // conversion settings away again.
+    // conversion settings away again; guarded by the resourceVersion the owner was read at,
+    // so two installs racing for a new CRD cannot both take it.
+    patch["metadata"]["resourceVersion"] = json!(existing.resource_version());
     api.patch(
         crd,
         &PatchParams {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         },
-        &Patch::Merge(patch),
+        &Patch::Merge(&patch),
     )
     .await
-    .map(|_| ())
+    .map(|_| None)
     .map_err(|source| {
         Error::Apply(ApplyError::Write {
             key: ObjectKey {
@@ -713,4 +855,51 @@ async fn patch_conversion(client: &Client, crd: &str, patch: &Value) -> Result<(
             source,
         })
     })
+}
+
+/// Whether install `holder` (`namespace/CSV`) exists and converts `crd` through its webhook.
+fn conversion_owner_runs(ctx: &Context, holder: &str, crd: &str) -> bool {
+    let Some((namespace, name)) = holder.split_once('/') else {
+        return false;
+    };
+    let reference = ObjectRef::<ClusterServiceVersion>::new(name).within(namespace);
+    ctx.csvs.get(&reference).is_some_and(|csv| {
+        csv.metadata.deletion_timestamp.is_none()
+            && csv
+                .spec
+                .definition
+                .parse::<ConversionCrds>()
+                .is_ok_and(|d| d.converts(crd))
+    })
+}
+
+/// The CRDs a CSV definition's conversion webhooks name.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct ConversionCrds {
+    spec: ConversionSpec,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct ConversionSpec {
+    webhookdefinitions: Vec<ConversionDefinition>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ConversionDefinition {
+    #[serde(rename = "type")]
+    type_: String,
+    #[serde(rename = "conversionCRDs")]
+    conversion_crds: Vec<String>,
+}
+
+impl ConversionCrds {
+    fn converts(&self, crd: &str) -> bool {
+        self.spec
+            .webhookdefinitions
+            .iter()
+            .any(|d| d.type_ == webhooks::CONVERSION && d.conversion_crds.iter().any(|c| c == crd))
+    }
 }

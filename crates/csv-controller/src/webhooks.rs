@@ -7,11 +7,22 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use windlass_revisions::SealKey;
+
 use crate::{
-    certs::ServingCert,
+    certs::{ServingCert, WebhookCa},
     desired::{DesiredObject, InstallContext},
     names,
 };
+
+/// The certificates webhooks are built with: the manager's CA (what clients trust), the key
+/// leaf Secrets are sealed with, and each webhook deployment's leaf.
+#[derive(Clone, Copy)]
+pub struct Certificates<'a> {
+    pub ca: &'a WebhookCa,
+    pub seal_key: &'a SealKey,
+    pub leaves: &'a BTreeMap<String, ServingCert>,
+}
 
 /// Where OLM mounts webhook certificates; operator-sdk and kubebuilder operators read them here.
 pub const APISERVICE_CERT_DIR: &str = "/apiserver.local.config/certificates";
@@ -113,12 +124,14 @@ pub fn cert_secret_name(deployment: &str) -> String {
 }
 
 /// Objects for every webhook: per deployment a Service and a certificate Secret, then the
-/// admission webhook configurations. `certs` maps deployment name to its certificate.
+/// admission webhook configurations (only with `admission`: the install's grant of
+/// Webhooks).
 pub fn build(
     ctx: &InstallContext<'_>,
     definitions: &[WebhookDefinition],
-    certs: &BTreeMap<String, ServingCert>,
+    certs: Certificates<'_>,
     selectors: &BTreeMap<String, Value>,
+    admission: bool,
 ) -> Vec<DesiredObject> {
     let mut objects = Vec::new();
     let mut by_deployment: BTreeMap<&str, Vec<&WebhookDefinition>> = BTreeMap::new();
@@ -151,7 +164,9 @@ pub fn build(
         };
         decorate(ctx, &mut service);
         objects.push(service);
-        if let Some(cert) = certs.get(*deployment) {
+        if let Some(cert) = certs.leaves.get(*deployment) {
+            let secret_name = cert_secret_name(deployment);
+            let annotations = cert.secret_annotations(certs.seal_key, ctx.namespace, &secret_name);
             let mut secret = DesiredObject {
                 owned: true,
                 object: json!({
@@ -159,22 +174,24 @@ pub fn build(
                     "kind": "Secret",
                     "type": "kubernetes.io/tls",
                     "metadata": {
-                        "name": cert_secret_name(deployment),
+                        "name": secret_name,
                         "namespace": ctx.namespace,
-                        "annotations": cert.secret_annotations(),
+                        "annotations": annotations,
                     },
-                    "data": cert.secret_data().iter().map(|(k, v)| (k.clone(), base64(v.as_bytes()))).collect::<serde_json::Map<_, _>>(),
+                    "data": cert.secret_data(certs.ca).iter().map(|(k, v)| (k.clone(), base64(v.as_bytes()))).collect::<serde_json::Map<_, _>>(),
                 }),
             };
             decorate(ctx, &mut secret);
             objects.push(secret);
         }
     }
-    for def in definitions.iter().filter(|d| d.type_ != CONVERSION) {
-        let Some(cert) = certs.get(&def.deployment_name) else {
-            continue;
-        };
-        objects.push(admission_configuration(ctx, def, cert));
+    for def in definitions
+        .iter()
+        .filter(|d| admission && d.type_ != CONVERSION)
+    {
+        if certs.leaves.contains_key(&def.deployment_name) {
+            objects.push(admission_configuration(ctx, def, certs.ca));
+        }
     }
     objects
 }
@@ -184,10 +201,11 @@ fn decorate(ctx: &InstallContext<'_>, object: &mut DesiredObject) {
     object.object["metadata"]["ownerReferences"] = json!([ctx.owner.clone()]);
 }
 
+/// Where the API server calls a webhook, trusting the manager's CA only.
 fn client_config(
     ctx: &InstallContext<'_>,
     def: &WebhookDefinition,
-    cert: &ServingCert,
+    ca: &WebhookCa,
     default_path: Option<&str>,
 ) -> Value {
     let mut service = json!({
@@ -198,13 +216,13 @@ fn client_config(
     if let Some(path) = def.webhook_path.as_deref().or(default_path) {
         service["path"] = json!(path);
     }
-    json!({"service": service, "caBundle": base64(cert.ca_bundle().as_bytes())})
+    json!({"service": service, "caBundle": base64(ca.bundle().as_bytes())})
 }
 
 fn admission_configuration(
     ctx: &InstallContext<'_>,
     def: &WebhookDefinition,
-    cert: &ServingCert,
+    ca: &WebhookCa,
 ) -> DesiredObject {
     let kind = if def.type_ == MUTATING {
         "MutatingWebhookConfiguration"
@@ -219,7 +237,7 @@ fn admission_configuration(
     let mut webhook = json!({
         "name": def.generate_name,
         "admissionReviewVersions": versions,
-        "clientConfig": client_config(ctx, def, cert, None),
+        "clientConfig": client_config(ctx, def, ca, None),
         "sideEffects": def.side_effects.clone().unwrap_or_else(|| "None".into()),
         "failurePolicy": def.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
         "rules": def.rules,
@@ -262,7 +280,7 @@ fn admission_configuration(
 pub fn conversion_patch(
     ctx: &InstallContext<'_>,
     def: &WebhookDefinition,
-    cert: &ServingCert,
+    ca: &WebhookCa,
 ) -> Value {
     let versions = if def.admission_review_versions.is_empty() {
         vec!["v1".to_string()]
@@ -272,7 +290,7 @@ pub fn conversion_patch(
     json!({"spec": {"conversion": {
         "strategy": "Webhook",
         "webhook": {
-            "clientConfig": client_config(ctx, def, cert, Some("/convert")),
+            "clientConfig": client_config(ctx, def, ca, Some("/convert")),
             "conversionReviewVersions": versions,
         }
     }}})

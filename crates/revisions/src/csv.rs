@@ -5,9 +5,12 @@
 //! nor widen one windlass wrote.
 //!
 //! The seal covers the fields that decide what is created and as whom (`definition`,
-//! `targetNamespaces`, `config`, `installServiceAccount`, and `imageRewrites`, which decides
-//! the images the operator runs) in a canonical form, because the API server hands the object
-//! back with its keys reordered and numbers re-rendered.
+//! `targetNamespaces`, `config`, `installServiceAccount`, `imageRewrites`, which decides the
+//! images the operator runs, and `grant`: the Blueprint, revision and policy generation the
+//! CSV was applied under and the cluster-scoped objects it may have) in a canonical form,
+//! because the API server hands the object back with its keys reordered and numbers
+//! re-rendered. The grant is what keeps a seal from outliving its authority: the CSV
+//! controller checks it against the live Blueprint and policy.
 
 use serde_json::Value;
 
@@ -44,6 +47,8 @@ fn parts(spec: &Value) -> Vec<Vec<u8>> {
         }
         _ => {}
     }
+    // Always a part, so a grant cannot be dropped or added without breaking the seal.
+    parts.push(canonical(&field("grant", Value::Null)));
     parts
 }
 
@@ -223,6 +228,36 @@ mod tests {
         empty["imageRewrites"] = json!([]);
         let plain = seal_spec(&key(), "team-a", "db.v1.1.0", &spec());
         verify_spec(&key(), "team-a", "db.v1.1.0", &empty, Some(&plain)).unwrap();
+    }
+
+    #[test]
+    fn the_grant_is_sealed_so_no_copy_outlives_its_blueprint_or_policy() {
+        let mut granted = spec();
+        granted["grant"] = json!({
+            "blueprintUID": "uid-1", "revision": 2, "policy": "tenants",
+            "policyGeneration": 3, "clusterScoped": ["ClusterPermissions"],
+        });
+        let sealed = seal_spec(&key(), "team-a", "db.v1.1.0", &granted);
+        verify_spec(&key(), "team-a", "db.v1.1.0", &granted, Some(&sealed)).unwrap();
+        for (field, value) in [
+            ("blueprintUID", json!("uid-2")),
+            ("revision", json!(1)),
+            ("policyGeneration", json!(4)),
+            ("clusterScoped", json!(["ClusterPermissions", "Webhooks"])),
+        ] {
+            let mut changed = granted.clone();
+            changed["grant"][field] = value;
+            assert_eq!(
+                verify_spec(&key(), "team-a", "db.v1.1.0", &changed, Some(&sealed)),
+                Err(SealError::Mismatch),
+                "{field}"
+            );
+        }
+        assert_eq!(
+            verify_spec(&key(), "team-a", "db.v1.1.0", &spec(), Some(&sealed)),
+            Err(SealError::Mismatch),
+            "dropping the grant breaks the seal"
+        );
     }
 
     #[test]

@@ -170,9 +170,12 @@ pub fn still_loading(
     })
 }
 
-/// Pins the target's content digest. The digest the Blueprint already has for the same bundle
-/// is passed along, so the store answers from its cache instead of pulling on every reconcile;
-/// content republished under the same name shows up as a new digest.
+/// Pins the target's content digest without reading the bundle (a location pinned by digest
+/// answers at once, a tag with one manifest request): content is pulled only by the Blueprint
+/// controller, once the namespace's policies allow the install. The digest the Blueprint
+/// already has for the same bundle is passed along, so a tag the store read for this catalog
+/// costs nothing on every reconcile; content republished under a pinned name shows up as a
+/// new digest.
 pub async fn pin_digest(
     store: &CatalogStore,
     resolution: &mut Resolution,
@@ -190,9 +193,8 @@ pub async fn pin_digest(
         })
         .and_then(|b| b.digest.clone());
     let csv_name = target.cluster_service_version_name.clone();
-    match store.bundle(&catalog, &csv_name, known.as_deref()).await {
-        Ok(content) => target.digest = Some(content.digest.clone()),
-        Err(StoreError::DigestChanged { actual, .. }) => target.digest = Some(actual),
+    match store.digest_of(&catalog, &csv_name, known.as_deref()).await {
+        Ok(digest) => target.digest = Some(digest),
         Err(error) => {
             return Err(ResolutionFailure::new(
                 reasons::BUNDLE_UNAVAILABLE,

@@ -25,6 +25,7 @@ pub mod scope;
 pub use modes::{InstallModeError, install_mode, resolve_targets};
 pub use needs::{BundleShape, needs};
 pub use policy::{
-    DEFAULT_SERVICE_ACCOUNT, Identity, InstallRequest, NamespaceFacts, Permit, Refusal, evaluate,
+    DEFAULT_SERVICE_ACCOUNT, Identity, InstallRequest, NamespaceFacts, Narrowed, NotPermitted,
+    Permit, Refusal, evaluate, evaluate_running, grants,
 };
 pub use scope::install_scope;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use windlass_api::{
     names::reasons::policy as reasons,
-    policy::{ClusterScopedGrant, InstallModeType, InstallPolicy, InstallPolicySpec},
+    policy::{ClusterScopedGrant, InstallModeType, InstallPolicy, InstallPolicySpec, Revocation},
 };
 
 /// The install ServiceAccount when neither the Subscription nor a policy names one.
@@ -71,9 +71,31 @@ impl std::fmt::Display for Identity {
 pub struct Permit {
     /// The policy that permits it (`None`: what every namespace may do without one).
     pub policy: Option<String>,
+    /// That policy's `metadata.generation`: a permit holds for this generation only.
+    pub policy_generation: Option<i64>,
+    /// What the policy says happens to the install when it stops granting it.
+    pub revocation: Revocation,
     pub identity: Identity,
     /// The cluster-scoped objects the manager may create for it.
     pub granted: BTreeSet<ClusterScopedGrant>,
+}
+
+/// A running install that no policy permits as it is any more, but one permits without some
+/// cluster-scoped objects it has: what it keeps, and what it loses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Narrowed {
+    /// What it may still have, from the first candidate that permits everything else.
+    pub permit: Permit,
+    /// The grants it needs and no policy gives it any more.
+    pub withdrawn: BTreeSet<ClusterScopedGrant>,
+}
+
+/// Why a running install is not permitted as it is, and what it keeps if a policy permits it
+/// without some of its cluster-scoped objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotPermitted {
+    pub refusal: Refusal,
+    pub narrowed: Option<Box<Narrowed>>,
 }
 
 /// Why no policy permits an install.
@@ -219,15 +241,26 @@ pub fn evaluate(
                 .to_string(),
         },
     };
+    let generation = |name: &str| {
+        policies
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .and_then(|p| p.metadata.generation)
+    };
+    let permit = |name: Option<&str>, spec: Option<&InstallPolicySpec>| Permit {
+        policy: name.map(str::to_string),
+        policy_generation: name.and_then(generation),
+        revocation: spec.map(|s| s.revocation).unwrap_or_default(),
+        identity: identity(spec),
+        granted: spec
+            .map(|s| s.cluster_scoped.iter().copied().collect())
+            .unwrap_or_default(),
+    };
     let mut refusals = Vec::new();
     for (name, spec) in &matching {
         let lacks = shortfall(Some(spec), request);
         if lacks.problems.is_empty() {
-            return Ok(Permit {
-                policy: Some(name.to_string()),
-                identity: identity(Some(spec)),
-                granted: spec.cluster_scoped.iter().copied().collect(),
-            });
+            return Ok(permit(Some(name), Some(spec)));
         }
         refusals.push((format!("InstallPolicy {name}"), lacks));
     }
@@ -235,11 +268,7 @@ pub fn evaluate(
     if lacks.problems.is_empty() {
         // What every namespace may do still applies when no policy permits more: policies
         // grant, they never take away (a namespace admin can create namespaced objects anyway).
-        return Ok(Permit {
-            policy: None,
-            identity: identity(None),
-            granted: BTreeSet::new(),
-        });
+        return Ok(permit(None, None));
     }
     refusals.push(("without a policy".into(), lacks));
     // The candidate that lacks least says best what to change.
@@ -258,6 +287,71 @@ pub fn evaluate(
             details.join(". ")
         ),
     })
+}
+
+/// [`evaluate`] for an install that runs already. When no policy permits it as it is, the
+/// first candidate (each selecting policy by name, then the baseline) that would permit it
+/// without some of its cluster-scoped objects says what it keeps; `Err` with `None` when none
+/// permits even that (its install mode, target namespaces, catalog or package are refused).
+pub fn evaluate_running(
+    request: &InstallRequest<'_>,
+    policies: &[InstallPolicy],
+) -> Result<Permit, NotPermitted> {
+    let refusal = match evaluate(request, policies) {
+        Ok(permit) => return Ok(permit),
+        Err(refusal) => refusal,
+    };
+    let matching = crate::scope::selecting(&request.namespace, policies);
+    let baseline = InstallPolicySpec::default();
+    let candidates = matching
+        .iter()
+        .map(|(_, spec)| *spec)
+        .chain(std::iter::once(&baseline));
+    for spec in candidates {
+        let kept: BTreeSet<ClusterScopedGrant> = request
+            .needs
+            .iter()
+            .copied()
+            .filter(|n| spec.cluster_scoped.contains(n))
+            .collect();
+        let narrower = InstallRequest {
+            needs: &kept,
+            ..*request
+        };
+        // Evaluated alone, so the identity and generation are this candidate's.
+        let Ok(permit) = evaluate(&narrower, policies) else {
+            continue;
+        };
+        let withdrawn = request.needs.difference(&kept).copied().collect();
+        return Err(NotPermitted {
+            refusal,
+            narrowed: Some(Box::new(Narrowed { permit, withdrawn })),
+        });
+    }
+    Err(NotPermitted {
+        refusal,
+        narrowed: None,
+    })
+}
+
+/// Whether some policy that selects the namespace grants `grant` for `package` from
+/// `catalog`: for what an uninstall does (deleting CRDs), decided when it happens.
+pub fn grants(
+    namespace: &NamespaceFacts<'_>,
+    package: &str,
+    catalog: Option<&str>,
+    grant: ClusterScopedGrant,
+    policies: &[InstallPolicy],
+) -> bool {
+    crate::scope::selecting(namespace, policies)
+        .iter()
+        .any(|(_, spec)| {
+            spec.cluster_scoped.contains(&grant)
+                && (spec.packages.is_empty() || spec.packages.iter().any(|p| p == package))
+                && catalog.is_none_or(|c| {
+                    spec.catalogs.is_empty() || spec.catalogs.iter().any(|a| a == c)
+                })
+        })
 }
 
 #[cfg(test)]

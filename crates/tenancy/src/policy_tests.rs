@@ -287,3 +287,166 @@ fn selectors_follow_kubernetes_semantics() {
     // No selector and no names: the policy selects nothing.
     assert!(!selects(&InstallPolicySpec::default(), &facts));
 }
+
+impl Case {
+    fn decide_running(&self, policies: &[InstallPolicy]) -> Result<Permit, NotPermitted> {
+        evaluate_running(
+            &InstallRequest {
+                namespace: NamespaceFacts {
+                    name: self.namespace,
+                    labels: &self.labels,
+                },
+                package: self.package,
+                catalog: self.catalog,
+                mode: self.mode,
+                targets: &self.targets,
+                needs: &self.needs,
+                service_account: self.service_account,
+            },
+            policies,
+        )
+    }
+}
+
+#[test]
+fn a_permit_names_the_generation_and_revocation_of_its_policy() {
+    let mut held = policy(
+        "held",
+        InstallPolicySpec {
+            namespaces: vec!["team-a".into()],
+            cluster_scoped: vec![ClusterPermissions],
+            revocation: Revocation::Hold,
+            ..Default::default()
+        },
+    );
+    held.metadata.generation = Some(4);
+    let case = Case {
+        needs: [ClusterPermissions].into(),
+        ..Case::tenant()
+    };
+    let permit = case.decide(&[held]).unwrap();
+    assert_eq!(permit.policy.as_deref(), Some("held"));
+    assert_eq!(permit.policy_generation, Some(4));
+    assert_eq!(permit.revocation, Revocation::Hold);
+    // The baseline has no generation, and withdraws (the default).
+    let baseline = Case::tenant().decide(&[]).unwrap();
+    assert_eq!(
+        (baseline.policy_generation, baseline.revocation),
+        (None, Revocation::Withdraw)
+    );
+}
+
+#[test]
+fn a_narrowed_policy_leaves_a_running_install_what_it_still_grants() {
+    let narrowed = policy(
+        "tenants",
+        InstallPolicySpec {
+            namespaces: vec!["team-a".into()],
+            cluster_scoped: vec![CustomResourceDefinitions],
+            ..Default::default()
+        },
+    );
+    let running = Case {
+        needs: [CustomResourceDefinitions, ClusterPermissions, Webhooks].into(),
+        ..Case::tenant()
+    };
+    let (refusal, kept) = running
+        .decide_running(std::slice::from_ref(&narrowed))
+        .map_err(|n| (n.refusal, n.narrowed))
+        .unwrap_err();
+    assert_eq!(refusal.reason, reasons::CLUSTER_SCOPED_NOT_ALLOWED);
+    let kept = kept.expect("the policy still permits the rest");
+    assert_eq!(kept.permit.policy.as_deref(), Some("tenants"));
+    assert_eq!(kept.permit.granted, [CustomResourceDefinitions].into());
+    assert_eq!(kept.withdrawn, [ClusterPermissions, Webhooks].into());
+
+    // Deleted: the baseline keeps the namespaced part only.
+    let (_, kept) = running
+        .decide_running(&[])
+        .map_err(|n| (n.refusal, n.narrowed))
+        .unwrap_err();
+    let kept = kept.expect("every namespace may install namespaced objects");
+    assert_eq!(kept.permit.policy, None);
+    assert_eq!(
+        kept.withdrawn,
+        [CustomResourceDefinitions, ClusterPermissions, Webhooks].into()
+    );
+
+    // Still permitted: nothing is withdrawn.
+    let enough = Case {
+        needs: [CustomResourceDefinitions].into(),
+        ..Case::tenant()
+    };
+    assert!(enough.decide_running(&[narrowed]).is_ok());
+
+    // What only a policy allowed besides cluster-scoped objects cannot be narrowed away.
+    let everywhere = Case {
+        mode: AllNamespaces,
+        targets: vec![String::new()],
+        ..Case::tenant()
+    };
+    let (refusal, kept) = everywhere
+        .decide_running(&[])
+        .map_err(|n| (n.refusal, n.narrowed))
+        .unwrap_err();
+    assert_eq!(refusal.reason, reasons::INSTALL_MODE_NOT_ALLOWED);
+    assert_eq!(kept, None);
+}
+
+#[test]
+fn crd_deletion_is_granted_only_by_a_policy_selecting_the_namespace_and_package() {
+    let labels = labels(&[]);
+    let team_a = NamespaceFacts {
+        name: "team-a",
+        labels: &labels,
+    };
+    let deleting = policy(
+        "deleting",
+        InstallPolicySpec {
+            namespaces: vec!["team-a".into()],
+            packages: vec!["acme-db".into()],
+            cluster_scoped: vec![CustomResourceDefinitions, CrdDeletion],
+            ..Default::default()
+        },
+    );
+    let policies = [deleting];
+    assert!(grants(
+        &team_a,
+        "acme-db",
+        Some("builtin"),
+        CrdDeletion,
+        &policies
+    ));
+    assert!(!grants(
+        &team_a,
+        "acme-monitor",
+        Some("builtin"),
+        CrdDeletion,
+        &policies
+    ));
+    assert!(!grants(
+        &team_a,
+        "acme-db",
+        Some("builtin"),
+        Webhooks,
+        &policies
+    ));
+    let team_b = NamespaceFacts {
+        name: "team-b",
+        labels: &labels,
+    };
+    assert!(!grants(
+        &team_b,
+        "acme-db",
+        Some("builtin"),
+        CrdDeletion,
+        &policies
+    ));
+    assert!(!grants(
+        &team_a,
+        "acme-db",
+        Some("builtin"),
+        CrdDeletion,
+        &[]
+    ));
+}

@@ -116,17 +116,66 @@ pub fn reconciles(controller: &str) -> Option<f64> {
 
 /// Seals `csv` as the manager's Blueprints do, with the sealing key in `manager_namespace`
 /// (created if no manager made it yet), read as cluster admin: for tests that write a CSV
-/// themselves, standing in for a Blueprint.
+/// themselves, standing in for a Blueprint. A CSV is acted on only while a Blueprint owns it,
+/// so this makes one (`holder-<csv>`, naming a package no catalog offers, so the Blueprint
+/// controller only waits on it), and grants the CSV cluster-wide RBAC and webhooks as an
+/// admin's policy would.
 pub async fn seal_csv(
     client: &kube::Client,
     manager_namespace: &str,
     csv: &mut windlass_api::ClusterServiceVersion,
 ) {
+    use kube::api::{Api, PostParams};
+    use windlass_api::{Blueprint, BlueprintSpec, policy::ClusterScopedGrant};
     let key = windlass_kit::seal_key::load_or_create(client, manager_namespace)
         .await
         .unwrap_or_else(|e| panic!("the manager's sealing key: {e}"));
     let name = csv.metadata.name.clone().unwrap_or_default();
     let namespace = csv.metadata.namespace.clone().unwrap_or_default();
+    let holder_name = format!("holder-{name}");
+    let blueprints = Api::<Blueprint>::namespaced(client.clone(), &namespace);
+    let holder = match blueprints
+        .get_opt(&holder_name)
+        .await
+        .expect("reading Blueprints")
+    {
+        Some(existing) => existing,
+        None => {
+            let holder = Blueprint::new(
+                &holder_name,
+                BlueprintSpec {
+                    package: "e2e-holder".into(),
+                    cluster_service_version_name: "e2e-holder.v0.0.0".into(),
+                    ..BlueprintSpec::default()
+                },
+            );
+            blueprints
+                .create(&PostParams::default(), &holder)
+                .await
+                .expect("creating the Blueprint that holds a test's CSV")
+        }
+    };
+    csv.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "windlass.dev/v1alpha1".into(),
+            kind: "Blueprint".into(),
+            name: holder_name,
+            uid: holder.metadata.uid.clone().unwrap_or_default(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        },
+    ]);
+    csv.spec.grant = Some(windlass_api::csv::CsvGrant {
+        blueprint_uid: holder.metadata.uid.unwrap_or_default(),
+        // Not ahead of the Blueprint, which records revision 1 once it starts.
+        revision: 0,
+        policy: None,
+        policy_generation: None,
+        cluster_scoped: vec![
+            ClusterScopedGrant::ClusterPermissions,
+            ClusterScopedGrant::Webhooks,
+        ],
+    });
     let spec = serde_json::to_value(&csv.spec).expect("a CSV spec serializes");
     let seal = windlass_revisions::csv::seal_spec(&key, &namespace, &name, &spec);
     csv.metadata

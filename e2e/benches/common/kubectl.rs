@@ -17,6 +17,8 @@ pub fn install_objects(bundle: &windlass_bundle::Bundle, namespace: &str) -> Vec
         target_namespaces: &targets,
         config: &config,
         image_rewrites: &[],
+        // What windlass creates when a policy grants the bundle's cluster-wide RBAC.
+        grants: &[windlass_api::policy::ClusterScopedGrant::ClusterPermissions],
     };
     desired::build(&ctx)
         .into_iter()

@@ -535,6 +535,7 @@ fn content_request(input: &Input<'_>, record: &RevisionRecord) -> ContentRequest
         csv_name,
         source,
         crds,
+        running: record.started_time.is_some(),
     }
 }
 

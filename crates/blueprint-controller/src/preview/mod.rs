@@ -225,34 +225,14 @@ async fn compute(
     }
 
     // The ClusterServiceVersion, sealed as the apply stage seals it.
-    let settings = build::CsvSettings {
-        owner: &owner,
-        revision: request.apply.content.revision,
-        supersedes: request.apply.supersedes.clone(),
-        progress_deadline_seconds: blueprint.spec.progress_deadline_seconds,
-        conversions: loaded
-            .converted
-            .changes
-            .iter()
-            .map(|(file, change)| format!("{file}: {change}"))
-            .collect(),
-        target_namespaces: loaded.placement.targets.clone(),
-        install_service_account: match &loaded.placement.permit.identity {
-            windlass_tenancy::Identity::ServiceAccount { name, .. } => Some(name.clone()),
-            windlass_tenancy::Identity::Manager => None,
-        },
-    };
-    let mut csv = build::csv(content, &settings).map_err(|e| Error::Build {
-        name: content.cluster_service_version_name.clone(),
-        message: e.to_string(),
-    })?;
-    let seal = windlass_revisions::csv::seal_spec(
+    let csv = crate::apply::sealed_csv(
         ctx.key,
-        &namespace,
-        &content.cluster_service_version_name,
-        &csv["spec"],
-    );
-    csv["metadata"]["annotations"][windlass_api::names::seal::ANNOTATION] = Value::String(seal);
+        blueprint,
+        &owner,
+        loaded,
+        request.apply.content.revision,
+        request.apply.supersedes.clone(),
+    )?;
     changes.push(
         examine(
             &writers,

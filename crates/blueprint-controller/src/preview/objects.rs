@@ -148,6 +148,10 @@ pub fn from_csv(csv: &Value) -> Vec<Desired> {
         target_namespaces: &spec.target_namespaces,
         config: &spec.config,
         image_rewrites: &image_rewrites,
+        grants: spec
+            .grant
+            .as_ref()
+            .map_or(&[], |g| g.cluster_scoped.as_slice()),
     };
     csv_objects(&context)
         .into_iter()

@@ -6,5 +6,6 @@
 mod failures;
 mod fresh_install;
 mod manual_approval;
+mod refused;
 mod settled;
 mod support;

@@ -13,7 +13,7 @@ use windlass_api::{
     policy::{ClusterScopedGrant, InstallPolicySpec},
 };
 use windlass_blueprint_controller::{Context, Error, reconcile::reconcile};
-use windlass_catalog_store::{BundleContent, CatalogStore};
+use windlass_catalog_store::{BundleContent, BundleLocation, CatalogStore, ServedCatalog};
 use windlass_kit::{Applier, Identities, Metrics, Scope, Shell, TrustGate};
 use windlass_revisions::{SealKey, seal::KEY_BYTES};
 use windlass_testkit::mock_api::{MockApi, Request};
@@ -70,6 +70,44 @@ pub fn acme_db_bundle() -> BundleContent {
         image: None,
         pulled_from: None,
         bundle,
+    }
+}
+
+/// The built-in catalog as the Catalog controller serves it: acme-db 1.0.0, its content
+/// pinned by [`DIGEST`] (the store's cache holds that content).
+fn builtin_catalog() -> ServedCatalog {
+    let bundle = windlass_catalog::model::Bundle {
+        name: CSV_NAME.into(),
+        package: "acme-db".into(),
+        version: semver::Version::new(1, 0, 0),
+        image: None,
+        properties: Vec::new(),
+        related_images: Vec::new(),
+    };
+    let mut catalog = windlass_catalog::Catalog::default();
+    catalog.packages.insert(
+        "acme-db".into(),
+        windlass_catalog::Package {
+            name: "acme-db".into(),
+            bundles: [(CSV_NAME.to_string(), bundle)].into(),
+            ..Default::default()
+        },
+    );
+    let location = BundleLocation::Directory {
+        path: "/nowhere".into(),
+        digest: DIGEST.into(),
+    };
+    ServedCatalog {
+        name: "builtin".into(),
+        priority: 0,
+        digest: "sha256:builtin".into(),
+        catalog: Arc::new(catalog),
+        bundles: Arc::new([(CSV_NAME.to_string(), location)].into()),
+        registry: Default::default(),
+        credentials: Default::default(),
+        verification: None,
+        listing: Default::default(),
+        pulled_from: None,
     }
 }
 
@@ -146,6 +184,7 @@ impl Harness {
         api.insert(trusted_policy());
         api.insert(blueprint());
         let store = CatalogStore::new();
+        store.serve(builtin_catalog());
         store.remember(acme_db_bundle());
         let blueprints = listed_empty::<Blueprint>();
         // Never dialled: a trusted policy installs as the manager's own client.

@@ -37,19 +37,14 @@ pub(super) fn trusted(generation: Option<i64>) -> Condition {
     .observed(generation)
 }
 
-/// Records why `csv` is not acted on and creates nothing. A CSV windlass never acted on is
-/// Failed; one it ran keeps its phase (its Blueprint applies it again, and what it created
-/// stays as windlass made it).
-pub(super) async fn refuse_untrusted(
+/// Why a CSV whose seal does not check is not acted on: `(reason, message)`.
+pub(super) fn seal_refusal(
     csv: &ClusterServiceVersion,
-    ctx: &Context,
-    status: &ClusterServiceVersionStatus,
     error: &SealError,
-    now: Timestamp,
-) -> Result<Action, Error> {
+) -> (&'static str, String) {
     let name = csv.name_any();
     let namespace = csv.namespace().unwrap_or_default();
-    let (reason, message) = match error {
+    match error {
         SealError::Missing => (
             reasons::csv::NOT_SEALED,
             format!(
@@ -67,7 +62,19 @@ pub(super) async fn refuse_untrusted(
                  it again"
             ),
         ),
-    };
+    }
+}
+
+/// Records why `csv` is not acted on and creates nothing. A CSV windlass never acted on is
+/// Failed; one it ran keeps its phase (its Blueprint applies it again, and what it created
+/// stays as windlass made it).
+pub(super) async fn refuse_untrusted(
+    csv: &ClusterServiceVersion,
+    ctx: &Context,
+    status: &ClusterServiceVersionStatus,
+    (reason, message): (&'static str, String),
+    now: Timestamp,
+) -> Result<Action, Error> {
     let mut new_status = status.clone();
     if new_status.phase.is_none() {
         new_status.phase = Some(CsvPhase::Failed);

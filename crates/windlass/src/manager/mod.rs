@@ -194,6 +194,18 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     let seal_key = windlass_kit::seal_key::load_or_create(&client, &args.namespace)
         .await
         .with_context(|| format!("loading the sealing key in namespace {}", args.namespace))?;
+    // Webhook serving certificates are signed by a CA only the manager reads.
+    let webhook_ca = if runs(scope::Controller::ClusterServiceVersion) {
+        Some(
+            windlass_csv_controller::ca_store::load_or_create(&client, &args.namespace)
+                .await
+                .with_context(|| {
+                    format!("loading the webhook CA in namespace {}", args.namespace)
+                })?,
+        )
+    } else {
+        None
+    };
     state.set_ready(true);
     let store = windlass_catalog_store::CatalogStore::with_cache_budget(args.bundle_cache_bytes);
     if runs(scope::Controller::Catalog) || runs(scope::Controller::Blueprint) {
@@ -246,17 +258,22 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),
-            scope::only_if(
-                runs(scope::Controller::ClusterServiceVersion),
-                windlass_csv_controller::run(
-                    client.clone(),
-                    identities.clone(),
-                    scope.clone(),
-                    seal_key.clone(),
-                    registry.controller("clusterserviceversion"),
-                    until_shutdown(shutdown_rx.clone()),
-                ),
-            ),
+            async {
+                if let Some(webhook_ca) = webhook_ca.clone() {
+                    windlass_csv_controller::run(
+                        client.clone(),
+                        identities.clone(),
+                        scope.clone(),
+                        windlass_csv_controller::Keys {
+                            seal_key: seal_key.clone(),
+                            webhook_ca,
+                        },
+                        registry.controller("clusterserviceversion"),
+                        until_shutdown(shutdown_rx.clone()),
+                    )
+                    .await;
+                }
+            },
             // The platform's release is cluster-wide: a manager confined to one namespace leaves it alone.
             scope::only_if(
                 runs(scope::Controller::ClusterVersion) && args.watch_namespace.is_none(),

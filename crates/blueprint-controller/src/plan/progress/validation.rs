@@ -12,8 +12,13 @@ pub(super) fn validated(
     if !matches!(validation, Validation::Untrusted(_)) {
         changes.remove_condition(conditions::blueprint::CONTENT_TRUSTED);
     }
-    if !matches!(validation, Validation::Refused(_)) {
-        changes.remove_condition(conditions::blueprint::INSTALL_PERMITTED);
+    match validation {
+        Validation::Refused(_) => {}
+        Validation::Ready {
+            withdrawn: Some(refusal),
+            ..
+        } => not_permitted(changes, refusal),
+        _ => changes.remove_condition(conditions::blueprint::INSTALL_PERMITTED),
     }
     match validation {
         Validation::Ready { kept_crds, .. } if restoring && !kept_crds.is_empty() => {

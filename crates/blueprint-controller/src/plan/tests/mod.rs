@@ -76,6 +76,7 @@ impl World {
                 kept_crds: Vec::new(),
                 verified_by: Vec::new(),
                 image_rewrites: Vec::new(),
+                withdrawn: None,
             },
             rollback_source: Ok(()),
             placement: "as installer".into(),

@@ -53,6 +53,7 @@ fn a_failed_csv_is_rolled_back_from_the_stored_revision_and_not_retried() {
         kept_crds: vec!["databases.acme.windlass.dev".into()],
         verified_by: vec![],
         image_rewrites: vec![],
+        withdrawn: None,
     };
     let applying = world.reconcile();
     let Action::Apply(plan) = &applying.action else {

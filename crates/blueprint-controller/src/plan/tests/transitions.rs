@@ -271,6 +271,7 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
         kept_crds: vec![],
         verified_by: vec![],
         image_rewrites: vec![],
+        withdrawn: None,
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -329,6 +330,7 @@ fn tampered_content_is_never_applied_and_never_rolled_back_from() {
         kept_crds: vec![],
         verified_by: vec![],
         image_rewrites: vec![],
+        withdrawn: None,
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -578,6 +580,7 @@ fn a_signature_refusal_holds_the_install_and_the_keys_that_signed_are_recorded_o
         kept_crds: vec![],
         verified_by: vec!["p/a".into()],
         image_rewrites: vec![],
+        withdrawn: None,
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -612,6 +615,7 @@ fn the_images_taken_from_mirrors_are_recorded_on_the_revision_once_it_runs() {
         kept_crds: vec![],
         verified_by: vec![],
         image_rewrites: rewrites.clone(),
+        withdrawn: None,
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -625,6 +629,7 @@ fn the_images_taken_from_mirrors_are_recorded_on_the_revision_once_it_runs() {
         kept_crds: vec![],
         verified_by: vec![],
         image_rewrites: vec![],
+        withdrawn: None,
     };
     world.settle();
     assert_eq!(world.record(2).image_rewrites, rewrites);
