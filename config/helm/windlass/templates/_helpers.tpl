@@ -65,3 +65,13 @@ app.kubernetes.io/component: hub
 app.kubernetes.io/part-of: windlass
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
+
+{{/*
+The ServiceAccounts the manager may impersonate, as a flow list: the install accounts
+InstallPolicies name and the release account. Impersonating any other name is refused by the
+API server.
+*/}}
+{{- define "windlass.impersonatedAccounts" -}}
+{{- $names := concat .Values.impersonation.serviceAccountNames (list .Values.release.serviceAccount.name) | uniq }}
+{{- toJson $names }}
+{{- end }}

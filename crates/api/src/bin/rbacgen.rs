@@ -12,6 +12,9 @@ struct Rule {
     api_groups: Vec<String>,
     resources: Vec<String>,
     verbs: &'static [&'static str],
+    /// Names the rule is limited to: the list written in `config/rbac`, and the chart's template
+    /// expression that renders the same list from its values.
+    resource_names: Option<(Vec<String>, &'static str)>,
 }
 
 const READ: &[&str] = &["get", "list", "watch"];
@@ -32,8 +35,15 @@ fn rule(
         api_groups: api_groups.iter().map(|g| g.to_string()).collect(),
         resources: resources.iter().map(|r| r.to_string()).collect(),
         verbs,
+        resource_names: None,
     }
 }
+
+/// The ServiceAccounts the manager impersonates, by name: each namespace's install account and
+/// the release account of the manager's namespace. A Subscription or InstallPolicy naming
+/// another account fails with the API server's refusal until an admin adds it here (the
+/// chart's `impersonation.serviceAccountNames`).
+const IMPERSONATED_ACCOUNTS: [&str; 2] = ["windlass-installer", "windlass-release"];
 
 /// The plural of every windlass kind, with `suffix` (`""`, `"/status"`, `"/finalizers"`).
 /// InstallPolicies, TrustPolicies and ImageMirrorSets are left out: cluster admins write them
@@ -61,6 +71,7 @@ fn cluster_rules() -> Vec<Rule> {
             api_groups: group.clone(),
             resources: windlass_resources(""),
             verbs: READ_WRITE,
+            resource_names: None,
         },
         Rule {
             why: &[
@@ -75,6 +86,7 @@ fn cluster_rules() -> Vec<Rule> {
                 "imagemirrorsets".to_string(),
             ],
             verbs: READ,
+            resource_names: None,
         },
         Rule {
             why: &[
@@ -83,6 +95,7 @@ fn cluster_rules() -> Vec<Rule> {
             api_groups: group.clone(),
             resources: windlass_resources("/status"),
             verbs: &["get", "update", "patch"],
+            resource_names: None,
         },
         Rule {
             why: &[
@@ -92,6 +105,7 @@ fn cluster_rules() -> Vec<Rule> {
             api_groups: group,
             resources: windlass_resources("/finalizers"),
             verbs: &["update"],
+            resource_names: None,
         },
         rule(
             &[
@@ -231,6 +245,10 @@ fn cluster_rules() -> Vec<Rule> {
             &[""],
             &["serviceaccounts"],
             IMPERSONATE,
+        )
+        .named(
+            IMPERSONATED_ACCOUNTS.iter().map(|n| n.to_string()).collect(),
+            "{{ include \"windlass.impersonatedAccounts\" . }}",
         ),
         rule(
             &[
@@ -273,7 +291,21 @@ fn flow_list<S: AsRef<str>>(items: &[S]) -> String {
     format!("[{}]", quoted.join(", "))
 }
 
-fn render_rules(rules: &[Rule]) -> String {
+impl Rule {
+    fn named(mut self, names: Vec<String>, chart_expression: &'static str) -> Rule {
+        self.resource_names = Some((names, chart_expression));
+        self
+    }
+}
+
+/// Where rules are rendered: the plain YAML or the chart's templates.
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    Plain,
+    Chart,
+}
+
+fn render_rules(rules: &[Rule], target: Target) -> String {
     let mut out = String::from("rules:\n");
     for rule in rules {
         for line in rule.why {
@@ -286,6 +318,15 @@ fn render_rules(rules: &[Rule]) -> String {
         out.push_str(&format!("- apiGroups: {}\n", flow_list(&rule.api_groups)));
         out.push_str(&format!("  resources: {}\n", flow_list(&rule.resources)));
         out.push_str(&format!("  verbs: {}\n", flow_list(rule.verbs)));
+        match (&rule.resource_names, target) {
+            (None, _) => {}
+            (Some((names, _)), Target::Plain) => {
+                out.push_str(&format!("  resourceNames: {}\n", flow_list(names)))
+            }
+            (Some((_, expression)), Target::Chart) => {
+                out.push_str(&format!("  resourceNames: {expression}\n"))
+            }
+        }
     }
     out
 }
@@ -316,7 +357,7 @@ kind: ClusterRole
 metadata:
   name: windlass-manager
 {PLAIN_LABELS}{}",
-        render_rules(&cluster_rules())
+        render_rules(&cluster_rules(), Target::Plain)
     );
     let role = format!(
         "{GENERATED}\
@@ -328,7 +369,7 @@ metadata:
   name: windlass-leader-election
   namespace: windlass-system
 {PLAIN_LABELS}{}",
-        render_rules(&namespace_rules())
+        render_rules(&namespace_rules(), Target::Plain)
     );
     let custom_resources = format!(
         "{GENERATED}\
@@ -359,7 +400,7 @@ metadata:
   name: windlass-view
 {PLAIN_LABELS}{}{}",
         VIEW_AGGREGATION,
-        render_rules(&view_rules())
+        render_rules(&view_rules(), Target::Plain)
     );
     let package_reader = format!(
         "{GENERATED}{}",
@@ -443,7 +484,7 @@ subjects:
   kind: Group
   name: system:authenticated
 ",
-        render_rules(&[package_reader_rule()])
+        render_rules(&[package_reader_rule()], Target::Plain)
     )
 }
 
@@ -494,7 +535,7 @@ subjects:
   name: {{{{ include \"windlass.serviceAccountName\" . }}}}
   namespace: {{{{ .Release.Namespace }}}}
 ",
-        render_rules(&cluster_rules())
+        render_rules(&cluster_rules(), Target::Chart)
     );
     let role = format!(
         "{GENERATED}\
@@ -520,7 +561,7 @@ subjects:
   name: {{{{ include \"windlass.serviceAccountName\" . }}}}
   namespace: {{{{ .Release.Namespace }}}}
 ",
-        render_rules(&namespace_rules())
+        render_rules(&namespace_rules(), Target::Chart)
     );
     let custom_resources = format!(
         "{GENERATED}\
@@ -551,7 +592,7 @@ metadata:
   name: {{{{ include \"windlass.fullname\" . }}}}-view
 {CHART_LABELS}{}{}",
         VIEW_AGGREGATION,
-        render_rules(&view_rules())
+        render_rules(&view_rules(), Target::Chart)
     );
     let package_reader = format!(
         "{GENERATED}{{{{- if .Values.packageView.readableByAllUsers }}}}\n{}{{{{- end }}}}\n",
@@ -622,6 +663,7 @@ mod tests {
                 api_groups: Some(rule.api_groups.clone()),
                 resources: Some(rule.resources.clone()),
                 verbs: rule.verbs.iter().map(|v| v.to_string()).collect(),
+                resource_names: rule.resource_names.as_ref().map(|(names, _)| names.clone()),
                 ..Default::default()
             })
             .collect()
