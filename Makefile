@@ -79,18 +79,24 @@ crds: build ## Regenerate the CRD YAML in config/crd and the Helm chart from cra
 rbac: build ## Regenerate the manager's RBAC in config/rbac and the Helm chart from crates/api/src/bin/rbacgen.rs
 	$(TARGET_DIR)/debug/rbacgen config/rbac config/helm/windlass/templates
 
+.PHONY: admission
+admission: build ## Regenerate the admission policies in config/admission and the Helm chart from crates/api/src/bin/admissiongen.rs
+	$(TARGET_DIR)/debug/admissiongen config/admission config/helm/windlass/templates
+
 # What the generators write; `make verify` fails when regenerating changes any of it.
 GENERATED := config/crd config/helm/windlass/crds config/rbac/cluster_role.yaml config/rbac/role.yaml \
 	config/rbac/view_role.yaml config/rbac/package_reader_role.yaml \
 	config/helm/windlass/templates/clusterrole.yaml config/helm/windlass/templates/role.yaml \
 	config/helm/windlass/templates/clusterrole-view.yaml \
-	config/helm/windlass/templates/clusterrole-package-reader.yaml
+	config/helm/windlass/templates/clusterrole-package-reader.yaml \
+	config/helm/windlass/templates/clusterrole-custom-resources.yaml \
+	config/admission config/helm/windlass/templates/admission-policies.yaml
 
 .PHONY: verify
-verify: lint crds rbac ## lint, then regenerate CRDs and RBAC and fail if that changed a checked-in file
+verify: lint crds rbac admission ## lint, then regenerate CRDs, RBAC and admission policies and fail if that changed a checked-in file
 	@if ! git diff --exit-code --stat -- $(GENERATED) || [[ -n "$$(git status --porcelain -- $(GENERATED))" ]]; then \
 	  git status --short -- $(GENERATED); \
-	  echo "generated files differ from their sources: run 'make crds rbac' and commit the result" >&2; exit 1; \
+	  echo "generated files differ from their sources: run 'make crds rbac admission' and commit the result" >&2; exit 1; \
 	fi
 
 .PHONY: bench-e2e

@@ -123,6 +123,7 @@ async fn main() {
             keys: vec!["bench".into()],
             ..Default::default()
         }],
+        require_signatures: Vec::new(),
     };
     let artifact = Artifact {
         reference: pinned.clone(),

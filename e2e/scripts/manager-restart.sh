@@ -25,6 +25,9 @@ manager_namespace=windlass-system
 "$kubectl" create namespace "$manager_namespace" --dry-run=client -o yaml \
   | "$kubectl" apply --server-side --field-manager windlass-e2e -f - >/dev/null
 "$kubectl" apply --server-side --force-conflicts --field-manager windlass-e2e -k "$REPO_DIR/config/rbac" >/dev/null
+# And bounded as it is when installed: the admission policies that let only this account write
+# what only windlass writes.
+"$kubectl" apply --server-side --force-conflicts --field-manager windlass-e2e -k "$REPO_DIR/config/admission" >/dev/null
 token=$("$kubectl" -n "$manager_namespace" create token windlass --duration 48h)
 server=$("$kubectl" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
 ca=$("$kubectl" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')

@@ -63,6 +63,18 @@ pub mod labels {
     pub const RELEASE_MANAGED: &str = "windlass.dev/release-managed";
     /// The value of [`RELEASE_MANAGED`].
     pub const RELEASE_MANAGED_VALUE: &str = "true";
+    /// On a namespace, set by a cluster admin: Blueprints written by hand (not by a
+    /// Subscription) are admitted there when the value is [`HAND_WRITTEN_BLUEPRINTS_ALLOWED`].
+    /// The Blueprint controller still makes every decision a Subscription would.
+    pub const HAND_WRITTEN_BLUEPRINTS: &str = "windlass.dev/hand-written-blueprints";
+    /// The value of [`HAND_WRITTEN_BLUEPRINTS`] that allows them.
+    pub const HAND_WRITTEN_BLUEPRINTS_ALLOWED: &str = "allowed";
+    /// On a namespace, set by a cluster admin: windlass's admission policies skip it when the
+    /// value is [`ADMISSION_POLICIES_DISABLED`], leaving only the controllers' own checks (to
+    /// debug a namespace, or to test those checks alone). Cluster-scoped kinds are never skipped.
+    pub const ADMISSION_POLICIES: &str = "windlass.dev/admission-policies";
+    /// The value of [`ADMISSION_POLICIES`] that turns them off in a namespace.
+    pub const ADMISSION_POLICIES_DISABLED: &str = "disabled";
 }
 
 /// The ClusterRole through which the manager reads the custom resources of CRD `crd` (labelled

@@ -10,7 +10,7 @@
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use windlass_trust::{TrustRule, TrustedKey};
+use windlass_trust::{ArtifactClass, TrustRule, TrustedKey};
 
 /// Which keys must have signed which images (cluster admins write these).
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -37,6 +37,12 @@ pub struct TrustPolicySpec {
     /// What each class of image needs (every rule that covers an image must be met).
     #[serde(default)]
     pub rules: Vec<TrustRule>,
+    /// Classes of image (`Catalog`, `Bundle`, `Release`, `OperatorImage`) that must be signed
+    /// wherever they come from, across every TrustPolicy: one no rule covers is refused, and
+    /// `unsigned: Report` lets none through unsigned. Empty (the default): images no rule
+    /// covers are used, reported as unverified; covered ones are always verified.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub require_signatures: Vec<ArtifactClass>,
 }
 
 /// A key, its validity window, and where its public key (PEM) is.

@@ -201,7 +201,8 @@ pub async fn validate(
         }
         live_crds.insert(crd.name().to_string(), live);
     }
-    let taken = objects_owned_elsewhere(applier, blueprint, &converted.objects).await?;
+    let mut taken = objects_owned_elsewhere(applier, blueprint, &converted.objects).await?;
+    taken.extend(csv_objects_owned_elsewhere(applier, blueprint, &content, &placement).await?);
     if !taken.is_empty() {
         let refusal = Refusal {
             reason: policy_reasons::OBJECT_OWNED_ELSEWHERE,
@@ -295,6 +296,64 @@ async fn objects_owned_elsewhere(
             Err(e) => return Err(e.into()),
         };
         if let Some(live) = live
+            && let build::ObjectOwner::Other(who) = build::object_owner(&live, &owner)
+        {
+            taken.push(format!("{key} (managed by {who})"));
+        }
+    }
+    Ok(taken)
+}
+
+/// The cluster-scoped objects the ClusterServiceVersion's controller will create for this
+/// install (cluster-wide RBAC), that exist and are managed by something other than this
+/// install, as `Kind name (managed by ...)`. Their names follow from the namespace and the CSV,
+/// so anyone may have made one first; the CSV controller applies them as the manager, which
+/// would take such an object over and remove it on uninstall.
+async fn csv_objects_owned_elsewhere(
+    applier: &Applier,
+    blueprint: &Blueprint,
+    content: &RevisionContent,
+    placement: &Placement,
+) -> Result<Vec<String>, Error> {
+    use windlass_csv_controller::{desired, names as csv_names};
+    let Some(definition) = revision::csv_object(content)
+        .and_then(|csv| windlass_bundle::csv::ClusterServiceVersion::from_value(csv).ok())
+    else {
+        return Ok(Vec::new());
+    };
+    let owner = crate::reconcile::owner(blueprint);
+    let csv_name = &content.cluster_service_version_name;
+    let grants = placement.csv_grants();
+    // Built as the CSV controller builds them from the CSV the apply stage writes.
+    let context = desired::InstallContext {
+        csv_name,
+        namespace: &owner.namespace,
+        owner: Value::Null,
+        definition: &definition,
+        target_namespaces: &placement.targets,
+        config: &content.config,
+        image_rewrites: &[],
+        grants: &grants,
+    };
+    let made_by_this_csv = |live: &Value| {
+        let labels = &live["metadata"]["labels"];
+        labels[labels::CSV].as_str() == Some(csv_names::label_value(csv_name).as_str())
+            && labels[labels::CSV_NAMESPACE].as_str()
+                == Some(csv_names::label_value(&owner.namespace).as_str())
+    };
+    let mut taken = Vec::new();
+    for object in desired::build(&context)
+        .into_iter()
+        .filter(|o| o.namespace().is_none())
+    {
+        let key = windlass_kit::ObjectKey::of(&object.object);
+        let live = match applier.get(&key).await {
+            Ok(live) => live,
+            Err(e) if e.is_forbidden() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(live) = live
+            && !made_by_this_csv(&live)
             && let build::ObjectOwner::Other(who) = build::object_owner(&live, &owner)
         {
             taken.push(format!("{key} (managed by {who})"));

@@ -2,7 +2,7 @@
 //! update status. Every write goes through one field manager and is skipped when nothing changed.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -285,6 +285,7 @@ pub async fn reconcile(
             let uid = csv.uid().unwrap_or_default();
             ctx.memo.forget(&uid);
             ctx.progress.forget(&uid);
+            release_conversions(ctx, &csv).await?;
             cleanup(&csv, ctx).await
         },
     )
@@ -401,7 +402,15 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
     // CRDs whose conversion another install's webhook serves, for the status.
     let mut conversion_elsewhere: Vec<String> = Vec::new();
     let mut conversions_judged = false;
+    // One waiting for another install's conversion webhook applies again each time: that
+    // install going away is what it waits for.
+    let waits_for_conversion = condition_is(
+        &status.conditions,
+        conditions::csv::CONVERSION_SERVED,
+        ConditionStatus::False,
+    );
     if let (true, Ok(def)) = (phase::should_apply(&inputs), &definition)
+        && !waits_for_conversion
         && let Some(expected) = ctx
             .memo
             .applied(&uid, csv.metadata.generation, Instant::now())
@@ -871,6 +880,70 @@ fn conversion_owner_runs(ctx: &Context, holder: &str, crd: &str) -> bool {
                 .parse::<ConversionCrds>()
                 .is_ok_and(|d| d.converts(crd))
     })
+}
+
+fn condition_is(conditions: &[Condition], type_: &str, status: ConditionStatus) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == type_ && c.status == status)
+}
+
+/// Hands back the conversion of every CRD this CSV's webhook converts, as it goes away: the
+/// CRD's conversion-owner annotation is removed where it names this install, and that change
+/// of the CRD wakes the other installs of it, one of which takes the conversion over (until
+/// then the CRD still points at this install's Service).
+async fn release_conversions(ctx: &Context, csv: &ClusterServiceVersion) -> Result<(), Error> {
+    let Ok(definition) = csv.spec.definition.parse::<ConversionCrds>() else {
+        return Ok(());
+    };
+    let owner = format!("{}/{}", csv.namespace().unwrap_or_default(), csv.name_any());
+    let api = Api::<CustomResourceDefinition>::all(ctx.shell.client.clone());
+    let crds: BTreeSet<&String> = definition
+        .spec
+        .webhookdefinitions
+        .iter()
+        .filter(|d| d.type_ == webhooks::CONVERSION)
+        .flat_map(|d| &d.conversion_crds)
+        .collect();
+    for crd in crds {
+        // The cache holds CRDs without their annotations.
+        let live = api.get_opt(crd).await.map_err(|source| Error::Read {
+            what: format!("CRD {crd}"),
+            source,
+        })?;
+        let Some(live) = live else {
+            continue;
+        };
+        if live.annotations().get(annotations::CONVERSION_OWNER) != Some(&owner) {
+            continue;
+        }
+        // Guarded: an install that took it over meanwhile keeps it.
+        let patch = json!({"metadata": {
+            "resourceVersion": live.resource_version(),
+            "annotations": {annotations::CONVERSION_OWNER: null},
+        }});
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        match api.patch(crd, &params, &Patch::Merge(&patch)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            // A conflict is tried again, from the CRD as it is then.
+            Err(source) => {
+                return Err(Error::Apply(ApplyError::Write {
+                    key: ObjectKey {
+                        api_version: "apiextensions.k8s.io/v1".into(),
+                        kind: "CustomResourceDefinition".into(),
+                        namespace: None,
+                        name: crd.clone(),
+                    },
+                    source,
+                }));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The CRDs a CSV definition's conversion webhooks name.

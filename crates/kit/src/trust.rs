@@ -98,6 +98,7 @@ impl TrustGate {
                     windlass_trust::TrustPolicy {
                         keys: p.spec.keys.iter().map(|k| k.key.clone()).collect(),
                         rules: p.spec.rules.clone(),
+                        require_signatures: p.spec.require_signatures.clone(),
                     },
                 )
             })

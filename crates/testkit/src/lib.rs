@@ -37,6 +37,13 @@ pub const TEST_NAMESPACE_LABEL: &str = "windlass.dev/test";
 /// Label on the test namespaces that play a tenant's: the trusted test policy leaves them out,
 /// so only what a namespace gets without a policy (or a policy of the test's own) applies.
 pub const TENANT_NAMESPACE_LABEL: &str = "windlass.dev/test-tenant";
+
+/// The label that turns windlass's admission policies off in a test's namespace, for tests of
+/// the controllers' own checks (which the policies would otherwise refuse before they run).
+pub const WITHOUT_ADMISSION_POLICIES: (&str, &str) = (
+    windlass_api::names::labels::ADMISSION_POLICIES,
+    windlass_api::names::labels::ADMISSION_POLICIES_DISABLED,
+);
 /// The InstallPolicy that trusts every test namespace but the tenants' with everything, as a
 /// cluster admin trusts the platform's own namespaces.
 pub const TRUSTED_TEST_POLICY: &str = "windlass-e2e-trusted";
@@ -311,6 +318,16 @@ impl TestNamespace {
     pub async fn create(client: &Client, prefix: &str) -> TestNamespace {
         trust_test_namespaces(client).await;
         TestNamespace::with_labels(client, prefix, &[]).await
+    }
+
+    /// A trusted namespace (as [`TestNamespace::create`]) with more labels.
+    pub async fn create_with_labels(
+        client: &Client,
+        prefix: &str,
+        labels: &[(&str, &str)],
+    ) -> TestNamespace {
+        trust_test_namespaces(client).await;
+        TestNamespace::with_labels(client, prefix, labels).await
     }
 
     /// A namespace no policy covers unless the test writes one: a tenant's.

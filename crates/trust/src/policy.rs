@@ -146,6 +146,11 @@ pub struct TrustPolicy {
     pub keys: Vec<TrustedKey>,
     #[serde(default)]
     pub rules: Vec<TrustRule>,
+    /// Classes of artifact that must be signed wherever they come from: one that no rule
+    /// covers is refused (not let through as uncovered), and `unsigned: Report` does not let an
+    /// unsigned one through. Empty (the default): uncovered artifacts are used, unverified.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub require_signatures: Vec<ArtifactClass>,
 }
 
 /// A policy that cannot be used, with the field at fault.
@@ -219,6 +224,7 @@ impl TrustPolicy {
                 keys: key_names.to_vec(),
                 ..Default::default()
             }],
+            require_signatures: Vec::new(),
         }
     }
 
@@ -309,6 +315,11 @@ impl TrustPolicy {
 
     pub fn key(&self, name: &str) -> Option<&TrustedKey> {
         self.keys.iter().find(|k| k.name == name)
+    }
+
+    /// Whether artifacts of `class` must be signed even where no rule covers them.
+    pub fn requires_signature(&self, class: ArtifactClass) -> bool {
+        self.require_signatures.contains(&class)
     }
 
     /// The rules that cover an artifact, with their indexes.
@@ -429,6 +440,11 @@ pub fn merge(policies: &[(String, TrustPolicy)]) -> TrustPolicy {
                     ..rule.clone()
                 }),
         );
+        for class in &spec.require_signatures {
+            if !merged.require_signatures.contains(class) {
+                merged.require_signatures.push(*class);
+            }
+        }
     }
     merged
 }
@@ -552,6 +568,7 @@ mod tests {
                 },
             ],
             rules: vec![rule(&["A", "B"], Requirement::AtLeast, Some(1))],
+            require_signatures: Vec::new(),
         }
     }
 
@@ -666,6 +683,7 @@ rules:
                 keys: vec!["release".into()],
                 ..Default::default()
             }],
+            require_signatures: vec![ArtifactClass::Bundle],
         };
         let two = TrustPolicy {
             keys: vec![TrustedKey {
@@ -678,6 +696,7 @@ rules:
                 keys: vec!["release".into()],
                 ..Default::default()
             }],
+            require_signatures: vec![ArtifactClass::Catalog, ArtifactClass::Bundle],
         };
         let merged = merge(&[("platform".into(), one), ("catalogs".into(), two)]);
         let keys: Vec<&str> = merged.keys.iter().map(|k| k.name.as_str()).collect();
@@ -686,6 +705,11 @@ rules:
         assert_eq!(merged.rules[0].keys, ["platform/release"]);
         assert_eq!(merged.rules[1].name, "catalogs/catalogs");
         assert_eq!(merged.rules[1].keys, ["catalogs/release"]);
+        // A class one policy requires signed is required of every artifact of that class.
+        assert_eq!(
+            merged.require_signatures,
+            [ArtifactClass::Bundle, ArtifactClass::Catalog]
+        );
         merged.validate().expect("a merged policy is valid");
     }
 }

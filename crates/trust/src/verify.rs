@@ -306,6 +306,16 @@ impl<S: SignatureSource> Verifier<S> {
                 "no rule of the trust policy covers {} images in {repository}",
                 artifact.class
             ));
+            if policy.requires_signature(artifact.class) {
+                verdict.decision = Decision::Refused;
+                verdict.reasons.insert(
+                    0,
+                    format!(
+                        "every {} image must be signed (requireSignatures)",
+                        artifact.class
+                    ),
+                );
+            }
             self.cache
                 .lock()
                 .expect("cache lock")
@@ -347,9 +357,10 @@ impl<S: SignatureSource> Verifier<S> {
             ));
         }
         if !any_signature {
-            let reportable = rules
-                .iter()
-                .all(|(_, rule)| rule.unsigned == UnsignedAction::Report);
+            let reportable = !policy.requires_signature(artifact.class)
+                && rules
+                    .iter()
+                    .all(|(_, rule)| rule.unsigned == UnsignedAction::Report);
             verdict.reasons.insert(
                 0,
                 format!(

@@ -202,6 +202,7 @@ fn policy(keys: &[&str], rule: TrustRule) -> TrustPolicy {
             })
             .collect(),
         rules: vec![rule],
+        require_signatures: Vec::new(),
     }
 }
 
@@ -390,11 +391,21 @@ async fn another_digest_and_unsigned_images_are_refused() {
     let mut report = rule(&["A"], Requirement::All, None);
     report.unsigned = windlass_trust::UnsignedAction::Report;
     let verdict = verifier
-        .verify_at(&other, &policy(&["A"], report), &keys(), now())
+        .verify_at(&other, &policy(&["A"], report.clone()), &keys(), now())
         .await
         .unwrap();
     assert_eq!(verdict.decision, Decision::UnsignedReported);
     assert!(verdict.allowed() && !verdict.verified);
+
+    // Signatures required for the class: `unsigned: Report` lets nothing through unsigned.
+    let mut required = policy(&["A"], report);
+    required.require_signatures = vec![ArtifactClass::Catalog];
+    let verdict = verifier
+        .verify_at(&other, &required, &keys(), now())
+        .await
+        .unwrap();
+    assert_eq!(verdict.decision, Decision::Refused, "{verdict:#?}");
+    assert!(!verdict.allowed());
 }
 
 #[tokio::test]
@@ -406,6 +417,7 @@ async fn keys_count_only_inside_their_window() {
             not_after: not_after.map(|t| t.parse().unwrap()),
         }],
         rules: vec![rule(&["A"], Requirement::All, None)],
+        require_signatures: Vec::new(),
     };
     let cases = [
         (
@@ -578,4 +590,22 @@ async fn a_mirrored_image_is_judged_by_its_own_rules_with_the_signatures_of_the_
         .unwrap();
     assert_eq!(verdict.decision, Decision::NotCovered, "{verdict:#?}");
     assert_eq!(verifier.source().requests(), 0);
+    assert!(verdict.allowed(), "uncovered artifacts are used by default");
+
+    // Required signed, an artifact no rule covers is refused, saying why.
+    let mut only_mirror = rule(&["A"], Requirement::All, None);
+    only_mirror.images = vec!["127.0.0.1:40363/**".into()];
+    let mut required = policy(&["A"], only_mirror);
+    required.require_signatures = vec![named.class];
+    let verdict = Verifier::new(Recorded::new(), Limits::default())
+        .verify_mirrored_at(&named, Some(&mirror), &required, &keys(), now())
+        .await
+        .unwrap();
+    assert_eq!(verdict.decision, Decision::Refused, "{verdict:#?}");
+    assert!(
+        verdict.reasons[0].contains("must be signed (requireSignatures)"),
+        "{:?}",
+        verdict.reasons
+    );
+    assert!(!verdict.allowed());
 }

@@ -250,6 +250,52 @@ async fn plain_rbac_in_config_rbac_grants_what_the_chart_grants() {
 }
 
 #[tokio::test]
+async fn plain_admission_policies_in_config_admission_are_the_charts() {
+    let _ = windlass_testkit::client().await;
+    let chart = chart_dir();
+    let rendered = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "windlass-system",
+        "--show-only",
+        "templates/admission-policies.yaml",
+    ]));
+    let from_chart = objects_of(&rendered);
+    let plain = objects_of(&run_ok(kubectl().args([
+        "kustomize",
+        &repo_root().join("config/admission").display().to_string(),
+    ])));
+    assert_eq!(
+        from_chart.keys().collect::<Vec<_>>(),
+        plain.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(from_chart.len(), 6, "{:?}", from_chart.keys());
+    for (key, object) in &from_chart {
+        assert_eq!(object["spec"], plain[key]["spec"], "{key}: spec differs");
+    }
+    // Another release names its own manager, and the policies can be turned off.
+    let other = run_ok(helm().args([
+        "template",
+        "wl",
+        &chart,
+        "--namespace",
+        "ops",
+        "--show-only",
+        "templates/admission-policies.yaml",
+    ]));
+    assert!(other.contains("'system:serviceaccount:ops:wl-windlass'"));
+    assert!(!other.contains("windlass-system"));
+    let off = render_with(&chart, "admissionPolicies.enabled=false");
+    assert!(
+        !off.contains("kind: ValidatingAdmissionPolicy"),
+        "admissionPolicies.enabled=false still renders policies"
+    );
+    assert!(render_with(&chart, "replicas=1").contains("kind: ValidatingAdmissionPolicyBinding"));
+}
+
+#[tokio::test]
 async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_removes_them() {
     let client: Client = windlass_testkit::client().await;
     let ns = TestNamespace::create(&client, "helm-windlass").await;
@@ -273,6 +319,10 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         "logLevel=debug,replicas=2,resources.limits.memory=300Mi,resources.requests.cpu=75m",
         "--set",
         "serviceAccount.annotations.example\\.com/role=manager",
+        // The policies would name this release's account as the only writer of windlass's
+        // objects, shutting out the manager every other test runs against.
+        "--set",
+        "admissionPolicies.enabled=false",
     ]);
     // CRDs are cluster-wide and shared with every other test. Helm applies the chart's CRDs
     // server-side and stops on a conflict with whoever created them first, so it installs them

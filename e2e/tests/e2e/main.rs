@@ -10,6 +10,7 @@
 
 mod common;
 
+mod admission_policies;
 mod air_gapped;
 mod blueprint_lifecycle;
 mod catalog_listing;
@@ -56,3 +57,5 @@ mod subscription_status;
 mod tenancy;
 mod tenant_crds;
 mod tenant_csvs;
+mod tenant_escapes;
+mod trust_required;

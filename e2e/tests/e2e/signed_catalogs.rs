@@ -103,7 +103,7 @@ impl Drop for Policy {
 }
 
 /// Pushes a file-based catalog of the bundle images `bundles` to `reference`; its digest.
-async fn push_catalog(reference: &str, bundles: &[String]) -> String {
+pub(crate) async fn push_catalog(reference: &str, bundles: &[String]) -> String {
     let mut images = Vec::new();
     for image in bundles {
         let (bundle, _) = oci::pull_bundle(image, &plain_http()).await.unwrap();
@@ -122,7 +122,7 @@ async fn push_catalog(reference: &str, bundles: &[String]) -> String {
     .digest
 }
 
-fn serving_message(catalog: &Catalog) -> String {
+pub(crate) fn serving_message(catalog: &Catalog) -> String {
     catalog
         .status
         .as_ref()

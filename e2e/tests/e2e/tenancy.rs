@@ -22,7 +22,7 @@ use windlass_api::{
     names::{annotations, conditions, labels, reasons, revision_secret},
 };
 use windlass_testkit::{
-    TestNamespace, apply_crd, impersonating,
+    TestNamespace, WITHOUT_ADMISSION_POLICIES, apply_crd, impersonating,
     lifecycle::{condition, is_at, subscribe, wait_blueprint},
     require_manager, unique_name, wait_until, wait_until_authorized,
 };
@@ -92,7 +92,10 @@ fn untrusted(blueprint: &Blueprint) -> bool {
 async fn a_revision_edited_by_a_tenant_is_refused_and_nothing_of_it_applied() {
     require_manager();
     let admin = windlass_testkit::client().await;
-    let ns = TestNamespace::create(&admin, "tamper").await;
+    // Windlass's own checks are tried: the admission policies, which refuse the edit first
+    // (admission_policies tests that), are lifted here.
+    let ns =
+        TestNamespace::create_with_labels(&admin, "tamper", &[WITHOUT_ADMISSION_POLICIES]).await;
     let (user, as_tenant) = tenant(&admin, &ns.name).await;
     let spec = json!({
         "package": "acme-db",
@@ -197,7 +200,10 @@ async fn a_revision_edited_by_a_tenant_is_refused_and_nothing_of_it_applied() {
 async fn a_tenant_cannot_steer_uninstall_into_deleting_a_crd_it_does_not_own() {
     require_manager();
     let admin = windlass_testkit::client().await;
-    let ns = TestNamespace::create(&admin, "steer").await;
+    // Windlass's own checks are tried: the admission policies, which refuse the edit first
+    // (admission_policies tests that), are lifted here.
+    let ns =
+        TestNamespace::create_with_labels(&admin, "steer", &[WITHOUT_ADMISSION_POLICIES]).await;
     let (_, as_tenant) = tenant(&admin, &ns.name).await;
     let plural = unique_name("victims").replace('-', "");
     let group = "tenancy.e2e.windlass.dev";

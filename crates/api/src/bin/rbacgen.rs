@@ -4,7 +4,10 @@
 //! Usage: `rbacgen [--check] CONFIG_RBAC_DIR CHART_TEMPLATES_DIR`. With `--check` nothing is
 //! written; it fails when a file differs from what it would write.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+#[path = "common/generated.rs"]
+mod generated;
 
 /// One RBAC rule and why the manager needs it (written above the rule as a comment).
 struct Rule {
@@ -611,43 +614,19 @@ metadata:
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let check = args.first().is_some_and(|a| a == "--check");
-    if check {
-        args.remove(0);
-    }
-    let [plain_dir, chart_dir] = args.as_slice() else {
-        return Err("usage: rbacgen [--check] CONFIG_RBAC_DIR CHART_TEMPLATES_DIR".into());
-    };
-    let outputs = [
-        (PathBuf::from(plain_dir), plain_files()),
-        (PathBuf::from(chart_dir), chart_files()),
+    let (check, plain_dir, chart_dir) =
+        generated::args("rbacgen [--check] CONFIG_RBAC_DIR CHART_TEMPLATES_DIR")?;
+    let outputs = vec![
+        (PathBuf::from(&plain_dir), plain_files()),
+        (PathBuf::from(&chart_dir), chart_files()),
     ];
-    let mut stale = Vec::new();
-    for (dir, files) in outputs {
-        for (name, text) in files {
-            let path = dir.join(name);
-            if check {
-                if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                    stale.push(path.display().to_string());
-                }
-            } else {
-                write(&path, &text)?;
-            }
-        }
-    }
-    if !stale.is_empty() {
-        return Err(format!(
-            "{} differ from the rules in crates/api/src/bin/rbacgen.rs; run `make rbac` and commit the result",
-            stale.join(", ")
-        )
-        .into());
-    }
+    generated::write_or_check(
+        outputs,
+        check,
+        "the rules in crates/api/src/bin/rbacgen.rs",
+        "rbac",
+    )?;
     Ok(())
-}
-
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 #[cfg(test)]

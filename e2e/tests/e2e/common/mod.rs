@@ -4,6 +4,7 @@ pub mod api_server;
 pub mod api_verdict;
 pub mod corpus_cases;
 pub mod crd_variants;
+pub mod escapes;
 pub mod helm;
 pub mod hub;
 pub mod hub_rbac;
