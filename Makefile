@@ -100,7 +100,7 @@ verify: lint crds rbac admission ## lint, then regenerate CRDs, RBAC and admissi
 	fi
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks on the local control plane: install and release update times vs kubectl, rollback times, 1,000 Subscriptions, 15 idle minutes of writes, RSS, a 100,000-bundle Catalog, Package views of the corpus; package build/push vs skopeo
+bench-e2e: ## Benchmarks on the local control plane: install and release update times vs kubectl, rollback times, 1,000 Subscriptions, 15 idle minutes of writes, RSS, a 100,000-bundle Catalog, Package views of the corpus, operand snapshot and restore of 1,000 custom resources; package build/push vs skopeo
 	$(CARGO) build --release -p windlass
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench lifecycle -- install
@@ -110,6 +110,7 @@ bench-e2e: ## Benchmarks on the local control plane: install and release update 
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench catalog_manager
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench package_views
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench release_update
+	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench operands
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(CARGO) bench -p windlass-e2e --bench package
 
 # The manager image without a container engine (crates/windlass/Containerfile is for those with

@@ -50,6 +50,9 @@ pub mod labels {
     /// On a plan Secret: the revision whose plan it holds. Not [`REVISION`], so plans are
     /// never listed as revisions.
     pub const PLAN_REVISION: &str = "windlass.dev/plan-revision";
+    /// On an operand snapshot Secret: the revision that took it (before applying). Not
+    /// [`REVISION`], so snapshots are never listed as revisions.
+    pub const OPERANDS_REVISION: &str = "windlass.dev/operands-revision";
     /// On the ClusterRoles windlass writes to read the custom resources of one CRD: `true`.
     /// The manager's aggregated ClusterRole selects them, so it can read exactly the custom
     /// resources of the CRDs it manages and no others.
@@ -83,6 +86,13 @@ pub fn custom_resource_reader(crd: &str) -> String {
     format!("windlass-read.{crd}")
 }
 
+/// The ClusterRole through which the manager snapshots and restores the custom resources of
+/// CRD `crd` (labelled [`labels::AGGREGATE_TO_MANAGER`]): get, list and patch, written only for
+/// the CRDs an install owns, when it upgrades or rolls back.
+pub fn custom_resource_keeper(crd: &str) -> String {
+    format!("windlass-keep.{crd}")
+}
+
 /// Annotations windlass reads or writes.
 pub mod annotations {
     /// Set to `true` on a Blueprint by `windlass resume`: hand the target back to the catalog.
@@ -103,6 +113,15 @@ pub mod annotations {
     pub const CLUSTER_SERVICE_VERSION: &str = "windlass.dev/cluster-service-version";
     /// On a plan Secret: the plan's digest (what approving names).
     pub const PLAN_DIGEST: &str = "windlass.dev/plan-digest";
+    /// On an operand snapshot Secret: `INDEX/COUNT`, its place among the snapshot's chunks.
+    pub const OPERANDS_CHUNK: &str = "windlass.dev/operands-chunk";
+    /// On an operand snapshot Secret: the revision that ran when it was taken (the one a
+    /// rollback to it restores).
+    pub const OPERANDS_BASE_REVISION: &str = "windlass.dev/operands-base-revision";
+    /// On a Blueprint, written by whoever may edit it: `REVISION`, let that revision's upgrade
+    /// go ahead without an operand snapshot (one too large to keep, or unreadable). Bound to
+    /// the revision, so it never waves through a later upgrade.
+    pub const SKIP_OPERAND_SNAPSHOT: &str = "windlass.dev/skip-operand-snapshot";
     /// On a CRD: the package whose bundle last wrote it.
     pub const CRD_PACKAGE: &str = "windlass.dev/bundle-package";
     /// On a CRD: the version of the bundle that last wrote it (CRDs never move backwards).
@@ -193,6 +212,11 @@ pub mod conditions {
         /// Under Manual approval: whether the current revision's plan is approved (False while
         /// it waits, naming the digest to approve, or what changed since the approval).
         pub const PLAN_APPROVED: &str = "PlanApproved";
+        /// Whether the custom resources of the operator were snapshotted before the current
+        /// upgrade applied (False while one that cannot be kept holds the upgrade).
+        pub const OPERANDS_SNAPSHOTTED: &str = "OperandsSnapshotted";
+        /// What the last rollback did with the custom resources: restored, kept, left.
+        pub const OPERANDS_RESTORED: &str = "OperandsRestored";
     }
 
     /// A ClusterServiceVersion's conditions.
@@ -281,6 +305,23 @@ pub mod reasons {
         pub const PLAN_CHANGED: &str = "PlanChanged";
         /// The plan was approved: by digest (`spec.approvedPlan`) or as shown (`approved`).
         pub const PLAN_APPROVED: &str = "Approved";
+        /// The operands were snapshotted (or there were none to keep).
+        pub const SNAPSHOT_TAKEN: &str = "SnapshotTaken";
+        /// The snapshot would not fit the store; the upgrade waits for an admin's choice.
+        pub const SNAPSHOT_TOO_LARGE: &str = "SnapshotTooLarge";
+        /// An admin let the upgrade go without a snapshot.
+        pub const SNAPSHOT_SKIPPED: &str = "SnapshotSkipped";
+        /// The custom resources were put back to their snapshot.
+        pub const OPERANDS_RESTORED: &str = "Restored";
+        /// No sealed snapshot exists for the revision rolled back to: operands left as they are.
+        pub const NO_SNAPSHOT: &str = "NoSnapshot";
+        /// Some custom resources could not be put back (named in the message).
+        pub const RESTORE_INCOMPLETE: &str = "RestoreIncomplete";
+        /// A rollback to the previous revision was rehearsed (server-side dry run) and would
+        /// apply.
+        pub const REHEARSAL_PASSED: &str = "RehearsalPassed";
+        /// A rehearsed rollback would fail; the message says why.
+        pub const REHEARSAL_FAILED: &str = "RehearsalFailed";
     }
 
     /// Why the ClusterVersion is where it is.
@@ -508,6 +549,20 @@ pub mod plan_secret {
     /// The plan Secret of revision `revision` of Blueprint `blueprint`.
     pub fn name(blueprint: &str, revision: i64) -> String {
         format!("{blueprint}.r{revision}.plan")
+    }
+}
+
+/// How the custom resources of an operator are kept before an upgrade: Secrets next to the
+/// revision's own, one per chunk, each sealed.
+pub mod operands_secret {
+    /// The Secret type of an operand snapshot chunk.
+    pub const TYPE: &str = "windlass.dev/operands.v1";
+    /// The key of the chunk's bytes (a slice of the gzip of JSON) in the Secret.
+    pub const DATA_KEY: &str = "operands.json.gz.part";
+
+    /// Chunk `index` of the snapshot revision `revision` of Blueprint `blueprint` took.
+    pub fn name(blueprint: &str, revision: i64, index: usize) -> String {
+        format!("{blueprint}.r{revision}.operands.{index}")
     }
 }
 

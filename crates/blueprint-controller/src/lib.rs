@@ -16,6 +16,7 @@ mod error;
 pub mod memo;
 pub mod names;
 pub mod observe;
+pub mod operands;
 pub mod permit;
 pub mod plan;
 pub mod preview;

@@ -115,6 +115,19 @@ pub struct Facts {
     pub plan_digest: Option<String>,
     /// The preview of the current revision's plan, computed (or found stored) on request.
     pub preview: Option<PlanPreview>,
+    /// The operand snapshot of an upgrade (by revision), taken or found before it applies.
+    pub snapshot: Option<(i64, Result<Snapshotted, Refusal>)>,
+    /// What a rollback (by revision) did with the operands: a summary, or why it could not.
+    pub restore: Option<(i64, Result<String, Refusal>)>,
+    /// A rehearsed rollback away from an upgrade (by revision): would it apply, and why not.
+    pub rehearsal: Option<(i64, Result<String, Refusal>)>,
+}
+
+/// An upgrade's operands are kept (or an admin let it go without).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshotted {
+    pub reason: &'static str,
+    pub message: String,
 }
 
 /// The validate stage's verdict on the current revision's content.
@@ -188,6 +201,16 @@ pub enum Need {
     RollbackSource { revision: i64 },
     /// Preview the plan of the current revision (its content was validated in this round).
     Preview(Box<PreviewRequest>),
+    /// Snapshot the custom resources of the CSV of revision `base` (which runs) before
+    /// revision `revision` applies; one already taken for `revision` stands.
+    Snapshot { revision: i64, base: i64 },
+    /// Put the custom resources back to the snapshot taken while revision `base` ran, now that
+    /// the rollback `revision` runs `base`'s CSV again (idempotent: only differing specs are
+    /// written).
+    RestoreOperands { revision: i64, base: i64 },
+    /// Rehearse a rollback from revision `revision` to `base`: check `base` could run on the
+    /// live CRDs and dry-run its operand restore.
+    Rehearse { revision: i64, base: i64 },
 }
 
 /// What a plan preview compares and tells.

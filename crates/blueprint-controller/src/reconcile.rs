@@ -81,6 +81,8 @@ pub struct Context {
     /// than what this controller saw or wrote.
     pub revision_lists: ListFloor,
     pub policy_lists: ListFloor,
+    /// The last rollback rehearsal of each Blueprint, so a wake-up does not dry-run it again.
+    pub rehearsals: crate::operands::Rehearsals,
 }
 
 impl Context {
@@ -175,6 +177,7 @@ pub async fn run(
         csv_writes: CsvWrites::default(),
         revision_lists: ListFloor::default(),
         policy_lists: ListFloor::default(),
+        rehearsals: crate::operands::Rehearsals::default(),
     });
     let results = controller
         .owns_stream(csv_changes)
@@ -333,6 +336,7 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
         ctx.own_writes.forget(&uid);
         ctx.csv_writes.forget(&uid);
         ctx.progress.forget(&uid);
+        ctx.rehearsals.forget(&uid);
         return Ok(Action::await_change());
     };
     // Before the caches listed, a CSV or a dependency not listed yet would look missing.
@@ -395,8 +399,9 @@ async fn execute(
     let mut recalled = false;
     let mut validated: Option<ContentRequest> = None;
     let mut decided = None;
-    // The plan asks for at most a content check, a rollback-source check and a preview.
-    for _ in 0..5 {
+    // The plan asks for at most a content check, a rollback-source check, a preview and one
+    // operand step (snapshot, restore or rehearsal).
+    for _ in 0..8 {
         let decision = plan::decide(&Input {
             name: &name,
             generation: blueprint.metadata.generation.unwrap_or_default(),
@@ -486,6 +491,38 @@ async fn execute(
                 )
                 .await?;
                 facts.rollback_source = Some((*revision, verdict));
+            }
+            Step::Check(Need::Snapshot { revision, base }) => {
+                let keeper = crate::operands::Keeper {
+                    applier: &ctx.applier,
+                    key: &ctx.seal_key,
+                };
+                let taken = keeper.snapshot(blueprint, *revision, *base).await?;
+                facts.snapshot = Some((*revision, taken));
+            }
+            Step::Check(Need::RestoreOperands { revision, base }) => {
+                let keeper = crate::operands::Keeper {
+                    applier: &ctx.applier,
+                    key: &ctx.seal_key,
+                };
+                let restored = keeper.restore(blueprint, *base, false).await?;
+                info!(revision, base, ?restored, "operands restored");
+                facts.restore = Some((*revision, restored));
+            }
+            Step::Check(Need::Rehearse { revision, base }) => {
+                let now = std::time::Instant::now();
+                let crds =
+                    crate::operands::crd_versions(&ctx.shell.client, &observed.crds).await?;
+                let verdict = match ctx.rehearsals.recall(&uid, *revision, &crds, now) {
+                    Some(verdict) => verdict,
+                    None => {
+                        let verdict = rehearse(ctx, blueprint, *base).await?;
+                        ctx.rehearsals
+                            .record(&uid, *revision, crds, now, verdict.clone());
+                        verdict
+                    }
+                };
+                facts.rehearsal = Some((*revision, verdict));
             }
             _ => {
                 decided = Some(decision);
@@ -611,6 +648,45 @@ async fn execute(
     })))
 }
 
+/// Would a rollback to revision `base` apply now? Its stored CSV's APIs must be served by
+/// the live CRDs, and its operand restore must pass a server-side dry run.
+async fn rehearse(
+    ctx: &Context,
+    blueprint: &Blueprint,
+    base: i64,
+) -> Result<Result<String, plan::Refusal>, Error> {
+    let failed = |message: String| plan::Refusal {
+        reason: reasons::blueprint::REHEARSAL_FAILED,
+        message,
+    };
+    let source =
+        content::rollback_source(&ctx.shell.client, &ctx.seal_key, blueprint, base).await?;
+    if let Err(refusal) = source {
+        return Ok(Err(failed(format!(
+            "a rollback to revision {base} would fail: {}",
+            refusal.message
+        ))));
+    }
+    let keeper = crate::operands::Keeper {
+        applier: &ctx.applier,
+        key: &ctx.seal_key,
+    };
+    let operands = match keeper.restore(blueprint, base, true).await? {
+        Ok(summary) => summary,
+        Err(refusal) if refusal.reason == reasons::blueprint::NO_SNAPSHOT => refusal.message,
+        Err(refusal) => {
+            return Ok(Err(failed(format!(
+                "a rollback to revision {base} would not restore its operands: {}",
+                refusal.message
+            ))));
+        }
+    };
+    Ok(Ok(format!(
+        "rehearsed (server-side dry run): a rollback to revision {base} would apply, the live \
+         CRDs serve every API version its CSV owns; {operands}"
+    )))
+}
+
 /// The applier acting as the install identity of `loaded`'s placement.
 // The reconcile's one error type; this runs once per reconcile, so its size costs nothing.
 #[allow(clippy::result_large_err)]
@@ -676,8 +752,10 @@ async fn prune_revisions(
 ) -> Result<(), Error> {
     let secrets = Api::<Secret>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace);
     for revision in revisions {
-        // The plan first: it is found through its revision, which must outlive it.
+        // The plan and the operand snapshot first: they are found through their revision,
+        // which must outlive them.
         crate::preview::store::delete(&ctx.shell.client, blueprint, *revision).await?;
+        crate::operands::delete(&ctx.shell.client, blueprint, *revision).await?;
         let name = revision::secret_name(&blueprint.name_any(), *revision);
         match secrets.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}

@@ -173,7 +173,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_embedded_table_holds_the_three_sample_packages() {
+    fn the_embedded_table_holds_the_four_sample_packages() {
         let builtin = BuiltinCatalog::materialize().unwrap();
         let packages: Vec<&str> = builtin
             .catalog
@@ -181,7 +181,7 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(packages, ["acme-db", "acme-gateway", "acme-monitor"]);
+        assert_eq!(packages, ["acme-cache", "acme-db", "acme-gateway", "acme-monitor"]);
         // The samples pass the listing gate as shipped.
         assert_eq!(builtin.listing, ListingState::default());
         let db = &builtin.catalog.packages["acme-db"];
@@ -189,8 +189,9 @@ mod tests {
         assert_eq!(db.bundles.len(), 4);
         assert_eq!(builtin.catalog.packages["acme-monitor"].bundles.len(), 2);
         assert_eq!(builtin.catalog.packages["acme-gateway"].bundles.len(), 1);
+        assert_eq!(builtin.catalog.packages["acme-cache"].bundles.len(), 3);
         // Every bundle has a folder to be read from, and it reads back.
-        assert_eq!(builtin.bundles.len(), 7);
+        assert_eq!(builtin.bundles.len(), 10);
         let BundleLocation::Directory { path, digest } = &builtin.bundles["acme-db.v1.1.1"] else {
             panic!("built-in bundles live in folders");
         };
@@ -237,7 +238,7 @@ mod tests {
         let mut unique = digests(&first);
         unique.sort();
         unique.dedup();
-        assert_eq!(unique.len(), 7, "every bundle has its own content");
+        assert_eq!(unique.len(), 10, "every bundle has its own content");
         assert_eq!(first.digest, content_digest(files().iter().copied()));
     }
 

@@ -89,7 +89,7 @@ fn what_windlass_catalog_push_writes_reads_back_with_its_images() {
     let content = read_fbc(files.clone(), &labels, "r/catalog:1", None).unwrap();
     assert_eq!(
         content.catalog.packages.keys().collect::<Vec<_>>(),
-        ["acme-db", "acme-gateway", "acme-monitor"]
+        ["acme-cache", "acme-db", "acme-gateway", "acme-monitor"]
     );
     assert_eq!(
         content
@@ -99,7 +99,7 @@ fn what_windlass_catalog_push_writes_reads_back_with_its_images() {
             .flat_map(|p| p.bundles.keys())
             .filter(|name| content.location(name).is_some())
             .count(),
-        7
+        10
     );
     assert!(content.without_image.is_empty());
     assert_eq!(
@@ -230,8 +230,8 @@ async fn the_builtin_source_serves_the_embedded_catalog() {
         .await
         .unwrap();
     assert_eq!(served.priority, -100);
-    assert_eq!(served.catalog.packages.len(), 3);
-    assert_eq!(served.bundle_count(), 7);
+    assert_eq!(served.catalog.packages.len(), 4);
+    assert_eq!(served.bundle_count(), 10);
     assert_eq!(served.digest, reader.builtin().await.unwrap().digest);
     // One folder for the reader's lifetime.
     assert_eq!(

@@ -6,7 +6,9 @@
 //! The memo stands only for the same generation of the CSV, for [`FRESH`] after the apply
 //! (the periodic resync comes later and repairs drift as before), and while the Deployments
 //! keep the generation they had after it (a Deployment edited or deleted by hand is applied
-//! again at once). A restart starts empty.
+//! again at once). An apply that found another install serving a CRD's conversion stands for
+//! nothing: waiting for that install to go away, each pass judges it again. A restart starts
+//! empty.
 
 use std::{
     collections::HashMap,
@@ -26,6 +28,7 @@ struct Entry {
     generation: Option<i64>,
     external: Vec<ObjectReference>,
     deployments: Vec<DeploymentMark>,
+    waits_for_conversion: bool,
     at: Instant,
 }
 
@@ -37,27 +40,30 @@ pub struct Memo {
 
 impl Memo {
     /// Records an apply of `generation` after which the Deployments were seen as `deployments`;
-    /// `external` are the objects it wrote outside the CSV's ownership.
+    /// `external` are the objects it wrote outside the CSV's ownership, `waits_for_conversion`
+    /// whether another install serves the conversion of one of its CRDs.
     pub fn record(
         &self,
         uid: &str,
         generation: Option<i64>,
         external: Vec<ObjectReference>,
         deployments: Vec<DeploymentMark>,
+        waits_for_conversion: bool,
         now: Instant,
     ) {
         let entry = Entry {
             generation,
             external,
             deployments,
+            waits_for_conversion,
             at: now,
         };
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.insert(uid.to_string(), entry);
     }
 
-    /// When the last apply of this generation is recent enough to stand for a new one: the
-    /// Deployments as it left them.
+    /// When the last apply of this generation is recent enough to stand for a new one (and
+    /// every conversion it judged is served by this install): the Deployments as it left them.
     pub fn applied(
         &self,
         uid: &str,
@@ -67,7 +73,11 @@ impl Memo {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .get(uid)
-            .filter(|e| e.generation == generation && now.duration_since(e.at) < FRESH)
+            .filter(|e| {
+                e.generation == generation
+                    && now.duration_since(e.at) < FRESH
+                    && !e.waits_for_conversion
+            })
             .map(|e| e.deployments.clone())
     }
 
@@ -109,7 +119,7 @@ mod tests {
     fn memo(at: Instant) -> Memo {
         let memo = Memo::default();
         let deployments = vec![("acme-db-operator".to_string(), Some(1))];
-        memo.record("uid-1", Some(2), external(), deployments, at);
+        memo.record("uid-1", Some(2), external(), deployments, false, at);
         memo
     }
 
@@ -130,6 +140,15 @@ mod tests {
         assert_eq!(memo.applied("uid-1", Some(3), start), None);
         assert_eq!(memo.applied("uid-1", Some(2), start + FRESH), None);
         assert_eq!(memo.applied("uid-2", Some(2), start), None);
+    }
+
+    #[test]
+    fn an_apply_waiting_for_another_installs_conversion_applies_again() {
+        let start = Instant::now();
+        let memo = Memo::default();
+        let deployments = vec![("acme-gateway-operator".to_string(), Some(1))];
+        memo.record("uid-1", Some(2), external(), deployments, true, start);
+        assert_eq!(memo.applied("uid-1", Some(2), start), None);
     }
 
     #[test]

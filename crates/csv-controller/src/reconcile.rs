@@ -425,6 +425,9 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
             external = remembered;
             inputs.health = Some(health);
             applied = true;
+            // The memo stands only for an apply whose conversions are all served here, and
+            // the status says so again (the write that first said it may have been held).
+            conversions_judged = true;
         }
     }
     if let (true, false, Ok(def)) = (phase::should_apply(&inputs), applied, &definition) {
@@ -510,6 +513,7 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                         csv.metadata.generation,
                         external.clone(),
                         deployments,
+                        !conversion_elsewhere.is_empty(),
                         Instant::now(),
                     );
                 }

@@ -225,8 +225,12 @@ pub fn subscription_health(live: Option<&Value>, blueprint: Option<&Value>) -> H
     };
     let name = blueprint.metadata.name.clone().unwrap_or_default();
     let progress = blueprint.status.clone().unwrap_or_default();
+    // A rehearsal that predicts a failing rollback refuses nothing that is asked now.
     if let Some(refused) = find(&progress.conditions, blueprint_conditions::ROLLBACK_ALLOWED)
-        .filter(|c| c.status == ConditionStatus::False)
+        .filter(|c| {
+            c.status == ConditionStatus::False
+                && c.reason != windlass_api::names::reasons::blueprint::REHEARSAL_FAILED
+        })
     {
         return Health::Failed(format!(
             "its Blueprint {name} refuses the move ({}): {}",

@@ -10,10 +10,12 @@
 //! owner's uid and the revision number.
 //!
 //! The ClusterServiceVersions windlass applies are sealed the same way ([`csv`]), so only those
-//! are acted on.
+//! are acted on, and so are the snapshots of an operator's custom resources taken before an
+//! upgrade ([`operands`]).
 
 pub mod codec;
 pub mod csv;
+pub mod operands;
 pub mod seal;
 
 pub use codec::{CodecError, MAX_DECODED_BYTES, MAX_ENCODED_BYTES, decode, encode};

@@ -107,7 +107,7 @@ fn image_spec(image: &str) -> CatalogSpec {
 }
 
 /// Given the built-in bundles pushed as bundle images, when a BundleImages catalog and an
-/// Image catalog of the same bundles are read, then both serve the three packages at the
+/// Image catalog of the same bundles are read, then both serve the four packages at the
 /// registry's digests, installs need no second pull, and when the registry becomes unreachable
 /// the last good content stays served while the error names the image.
 #[tokio::test]
@@ -116,7 +116,7 @@ async fn registry_catalogs_are_read_and_outlive_an_unreachable_registry() {
     let registry = windlass_testkit::registry();
     let prefix = registry.unique_repository("e2e/catalog-sources");
     let pushed = push_builtin_bundles(&prefix).await;
-    assert_eq!(pushed.len(), 7);
+    assert_eq!(pushed.len(), 10);
     let references: Vec<String> = pushed.iter().map(|(_, r, _)| r.clone()).collect();
 
     // BundleImages.
@@ -133,12 +133,12 @@ async fn registry_catalogs_are_read_and_outlive_an_unreachable_registry() {
         )
         .await
         .unwrap();
-    eprintln!("read 7 bundle images in {:?}", started.elapsed());
+    eprintln!("read 10 bundle images in {:?}", started.elapsed());
     assert_eq!(
         served.catalog.packages.keys().collect::<Vec<_>>(),
-        ["acme-db", "acme-gateway", "acme-monitor"]
+        ["acme-cache", "acme-db", "acme-gateway", "acme-monitor"]
     );
-    assert_eq!(served.bundle_count(), 7);
+    assert_eq!(served.bundle_count(), 10);
     assert_eq!(
         served.digest,
         digest_of_digests(pushed.iter().map(|(_, _, d)| d.as_str()))
@@ -171,7 +171,7 @@ async fn registry_catalogs_are_read_and_outlive_an_unreachable_registry() {
         .await
         .unwrap();
     eprintln!(
-        "re-polled 7 unchanged bundle images in {:?}",
+        "re-polled 10 unchanged bundle images in {:?}",
         started.elapsed()
     );
     assert_eq!(again.digest, served.digest);
@@ -198,7 +198,7 @@ async fn registry_catalogs_are_read_and_outlive_an_unreachable_registry() {
         .unwrap();
     eprintln!("read the catalog image in {:?}", started.elapsed());
     assert_eq!(fbc.digest, catalog_digest);
-    assert_eq!(fbc.catalog.packages.len(), 3);
+    assert_eq!(fbc.catalog.packages.len(), 4);
     // A file-based catalog keeps no second map: each bundle is located by its entry's image.
     for (csv_name, location) in served.bundles.iter() {
         assert_eq!(
@@ -616,7 +616,7 @@ async fn a_pull_secret_is_read_from_the_manager_namespace() {
     .await;
     let served = store.get(&name).unwrap();
     assert!(served.credentials.contains_key(&registry.addr));
-    assert_eq!(served.catalog.packages.len(), 3);
+    assert_eq!(served.catalog.packages.len(), 4);
 
     api.delete(&name, &DeleteParams::default()).await.unwrap();
     stop.send(()).unwrap();

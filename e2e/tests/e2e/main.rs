@@ -45,6 +45,7 @@ mod manager_image;
 mod manager_kills;
 mod oci_bundles;
 mod olm_constraints;
+mod operand_rollbacks;
 mod package_views;
 mod plan_preview;
 mod private_registry;

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 #[path = "common/generated.rs"]
 mod generated;
 
-use windlass_api::names::{labels, plan_secret, revision_secret, seal};
+use windlass_api::names::{labels, operands_secret, plan_secret, revision_secret, seal};
 
 /// How the generated text names things: literally (`config/admission`, release `windlass` in
 /// `windlass-system`) or through the chart's templates.
@@ -107,12 +107,13 @@ const BLUEPRINT_PERSON_FIELDS: [&str; 4] = [
     "clusterServiceVersionName",
 ];
 
-/// The Secret types only the manager writes: the revisions and plans of Blueprints, and its
-/// sealing key.
+/// The Secret types only the manager writes: the revisions, plans and operand snapshots of
+/// Blueprints, and its sealing key.
 fn manager_secret_types() -> String {
     cel_list(&[
         revision_secret::TYPE,
         plan_secret::TYPE,
+        operands_secret::TYPE,
         seal::KEY_SECRET_TYPE,
     ])
 }

@@ -135,6 +135,13 @@ impl Changes {
         self.conditions.push(ConditionChange::Remove(type_));
     }
 
+    /// Whether this round sets condition `type_` already.
+    pub fn sets(&self, type_: &str) -> bool {
+        self.conditions
+            .iter()
+            .any(|c| matches!(c, ConditionChange::Set { type_: t, .. } if *t == type_))
+    }
+
     pub fn update_record(&mut self, record: RevisionRecord) {
         self.updated_records.push(record);
     }

@@ -25,6 +25,7 @@ use super::{
 };
 use windlass_bundle::crd::safety as crd_safety;
 
+mod operands;
 mod validation;
 mod verdict;
 
@@ -153,6 +154,8 @@ pub(super) fn begin(
         StartKind::Catalog => {
             changes.remove_condition(conditions::blueprint::ROLLBACK_ALLOWED);
             changes.remove_condition(conditions::blueprint::CRDS_KEPT);
+            changes.remove_condition(conditions::blueprint::OPERANDS_SNAPSHOTTED);
+            changes.remove_condition(conditions::blueprint::OPERANDS_RESTORED);
             BlueprintPhase::Pending
         }
     };
@@ -251,6 +254,19 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
             }
             Gate::Go { approved: by } => approved = by,
         }
+        // Approved: what the running version's custom resources are is kept first.
+        match operands::before_upgrade(input, &mut changes, &current) {
+            operands::Snapshot::Ready => {}
+            operands::Snapshot::Ask(need) => return Outcome::Check(need),
+            operands::Snapshot::Blocked(message) => {
+                let standing = Standing::new(
+                    BlueprintPhase::Pending,
+                    waiting,
+                    Stage::Blocked(message),
+                );
+                return changes.show(standing, None, RETRY);
+            }
+        }
     }
     let (apply, crds) = validated(&mut changes, validation, restoring);
     let mut record = current;
@@ -272,6 +288,11 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
     let apply = apply.then(|| apply_plan(input, &record));
     match judge(input, &record) {
         Verdict::Succeeded(csv) => {
+            let asked = operands::after_rollback(input, &mut changes, &record)
+                .or_else(|| operands::rehearse(input, &mut changes, &record));
+            if let Some(need) = asked {
+                return Outcome::Check(need);
+            }
             complete(input, &mut changes, &record);
             let phase = settled_phase(input, &record);
             let standing = Standing::new(phase, version, Stage::Done { crds, csv });
@@ -309,6 +330,9 @@ fn completed(input: &Input<'_>, mut changes: Changes, current: RevisionRecord) -
         return Outcome::Check(Need::Validate(content_request(input, &current)));
     };
     let restoring = current.restored_from.is_some();
+    if let Some(need) = operands::rehearse(input, &mut changes, &current) {
+        return Outcome::Check(need);
+    }
     let (apply, crds) = validated(&mut changes, validation, restoring);
     let phase = settled_phase(input, &current);
     let csv = describe_csv(input, &current);

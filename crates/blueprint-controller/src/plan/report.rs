@@ -370,6 +370,8 @@ fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
             conditions::blueprint::CONTENT_TRUSTED,
             conditions::blueprint::INSTALL_PERMITTED,
             conditions::blueprint::PLAN_APPROVED,
+            conditions::blueprint::OPERANDS_SNAPSHOTTED,
+            conditions::blueprint::OPERANDS_RESTORED,
         ];
         if !guarded.contains(&condition.type_.as_str()) {
             continue;
@@ -382,7 +384,9 @@ fn notes(old: &BlueprintStatus, new: &BlueprintStatus) -> Vec<Notice> {
         });
         let worth_saying = condition.status == ConditionStatus::False
             || condition.type_ == conditions::blueprint::CRDS_KEPT
-            || condition.type_ == conditions::blueprint::PLAN_APPROVED;
+            || condition.type_ == conditions::blueprint::PLAN_APPROVED
+            || condition.type_ == conditions::blueprint::OPERANDS_SNAPSHOTTED
+            || condition.type_ == conditions::blueprint::OPERANDS_RESTORED;
         // Waiting for a person is the normal course of Manual approval, not a problem.
         let warning = condition.status == ConditionStatus::False
             && condition.reason != reasons::blueprint::AWAITING_APPROVAL;

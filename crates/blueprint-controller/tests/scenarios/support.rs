@@ -210,6 +210,7 @@ impl Harness {
             csv_writes: Default::default(),
             revision_lists: Default::default(),
             policy_lists: Default::default(),
+            rehearsals: Default::default(),
         };
         Harness {
             api,

@@ -4,6 +4,7 @@
 //! a scenario: subscribe, settle, let the CSV succeed or fail, settle again, look.
 
 mod approval;
+mod operands;
 mod rollback;
 mod transitions;
 
@@ -53,6 +54,12 @@ pub(super) struct World {
     pub placement: String,
     /// The preview requests answered, in order.
     pub previews: Vec<PreviewRequest>,
+    /// What the operand steps report when asked.
+    pub snapshot: Result<Snapshotted, Refusal>,
+    pub restore: Result<String, Refusal>,
+    pub rehearsal: Result<String, Refusal>,
+    /// The operand steps asked for, in order.
+    pub operand_steps: Vec<Need>,
     pub now: Timestamp,
 }
 
@@ -81,6 +88,13 @@ impl World {
             rollback_source: Ok(()),
             placement: "as installer".into(),
             previews: Vec::new(),
+            snapshot: Ok(Snapshotted {
+                reason: windlass_api::names::reasons::blueprint::SNAPSHOT_TAKEN,
+                message: "kept 3 Database".into(),
+            }),
+            restore: Ok("restored 3".into()),
+            rehearsal: Ok("would apply".into()),
+            operand_steps: Vec::new(),
             now: Timestamp::from_second(1_800_000_000).unwrap(),
         }
     }
@@ -103,7 +117,7 @@ impl World {
     /// One reconcile: decide, answering checks the way the reconciler does, then commit.
     pub fn reconcile(&mut self) -> Decision {
         let mut facts = Facts::default();
-        for _ in 0..4 {
+        for _ in 0..8 {
             let decision = self.decide_with(&facts);
             match &decision.action {
                 Action::Check(Need::Validate(request)) => {
@@ -125,6 +139,18 @@ impl World {
                 }
                 Action::Check(Need::RollbackSource { revision }) => {
                     facts.rollback_source = Some((*revision, self.rollback_source.clone()));
+                }
+                Action::Check(need @ Need::Snapshot { revision, .. }) => {
+                    self.operand_steps.push(need.clone());
+                    facts.snapshot = Some((*revision, self.snapshot.clone()));
+                }
+                Action::Check(need @ Need::RestoreOperands { revision, .. }) => {
+                    self.operand_steps.push(need.clone());
+                    facts.restore = Some((*revision, self.restore.clone()));
+                }
+                Action::Check(need @ Need::Rehearse { revision, .. }) => {
+                    self.operand_steps.push(need.clone());
+                    facts.rehearsal = Some((*revision, self.rehearsal.clone()));
                 }
                 _ => {
                     self.commit(&decision);
