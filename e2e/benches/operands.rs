@@ -34,8 +34,9 @@ fn median(mut samples: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() {
     let client = windlass_testkit::client().await;
+    // 2.0's CRD: it serves v1 as well, and a cluster that ran 2.0 already stores v2.
     let crd_path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../bundles/acme-cache/1.0.0/caches.acme.windlass.dev.crd.yaml");
+        .join("../bundles/acme-cache/2.0.0/caches.acme.windlass.dev.crd.yaml");
     let crd: serde_json::Value =
         serde_saphyr::from_str(&std::fs::read_to_string(&crd_path).unwrap()).unwrap();
     windlass_testkit::apply_crd(&client, &crd).await;
@@ -97,7 +98,14 @@ async fn main() {
     let mut chunk_count = 0;
     for round in 0..ROUNDS {
         let started = Instant::now();
-        run_ok(kubectl().args(["get", "caches.acme.windlass.dev", "-n", &ns.name, "-o", "json"]));
+        run_ok(kubectl().args([
+            "get",
+            "caches.acme.windlass.dev",
+            "-n",
+            &ns.name,
+            "-o",
+            "json",
+        ]));
         get_times.push(started.elapsed().as_secs_f64());
 
         let started = Instant::now();
@@ -129,11 +137,18 @@ async fn main() {
                     annotations: Some(BTreeMap::from([("windlass.dev/seal".to_string(), seal)])),
                     ..Default::default()
                 },
-                data: Some(BTreeMap::from([("operands.json.gz.part".to_string(), ByteString(data.clone()))])),
+                data: Some(BTreeMap::from([(
+                    "operands.json.gz.part".to_string(),
+                    ByteString(data.clone()),
+                )])),
                 ..Default::default()
             };
             secrets
-                .patch(&name, &PatchParams::apply("windlass-bench").force(), &Patch::Apply(&secret))
+                .patch(
+                    &name,
+                    &PatchParams::apply("windlass-bench").force(),
+                    &Patch::Apply(&secret),
+                )
                 .await
                 .unwrap();
         }
@@ -147,7 +162,11 @@ async fn main() {
         let started = Instant::now();
         let restored = put_back(&applier, &snapshot, false).await.unwrap();
         restore_times.push(started.elapsed().as_secs_f64());
-        assert_eq!(restored.plan.restore.len(), OBJECTS, "every object restored");
+        assert_eq!(
+            restored.plan.restore.len(),
+            OBJECTS,
+            "every object restored"
+        );
         assert!(restored.refused.is_empty(), "{:?}", restored.refused);
         let sample = api.get("cache-0042").await.unwrap();
         assert_eq!(sample.data["spec"]["memory"], "106Mi");
@@ -156,9 +175,8 @@ async fn main() {
         // The anchor: the same kind of write, 1,000 merge patches from a bare loop, restoring
         // the rewrite the same way.
         rewrite(|i| json!({"memory": null, "limits": {"memory": format!("{}Mi", 64 + i)}})).await;
-        patch_times.push(
-            rewrite(|i| json!({"limits": null, "memory": format!("{}Mi", 64 + i)})).await,
-        );
+        patch_times
+            .push(rewrite(|i| json!({"limits": null, "memory": format!("{}Mi", 64 + i)})).await);
         let _ = api.get("cache-0000").await.unwrap().name_any();
     }
     let (snapshot, get) = (median(snapshot_times), median(get_times));

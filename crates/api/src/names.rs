@@ -402,6 +402,13 @@ pub mod reasons {
         pub const LISTED: &str = "Listed";
     }
 
+    /// Why windlass wrote an object it had written before.
+    pub mod drift {
+        /// Someone else changed fields windlass sets; the apply put them back (the Event names
+        /// the object, each field, what was found, what was restored and who changed it).
+        pub const REPAIRED: &str = "DriftRepaired";
+    }
+
     /// A ClusterServiceVersion's phase reasons, as OLM names them.
     pub mod csv {
         pub const REQUIREMENTS_NOT_MET: &str = "RequirementsNotMet";

@@ -95,7 +95,8 @@ pub async fn apply_revision(
     loaded: &Loaded,
     plan: &ApplyPlan,
     known_kinds: &[(String, String)],
-) -> Result<(), Error> {
+) -> Result<Vec<windlass_preview::Drift>, Error> {
+    let mut repaired = Vec::new();
     let Writers {
         manager: applier,
         installer,
@@ -187,16 +188,17 @@ pub async fn apply_revision(
             // Namespaced objects as the install identity: the API server decides what it
             // may create.
             let writer = if namespaced { installer } else { applier };
-            (
-                build::object(&manifest.object, namespaced, owner),
-                writer,
-                None,
-            )
+            // Fields the Subscription leaves to people are never applied.
+            let object = build::object(&manifest.object, namespaced, owner);
+            (loaded.content.config.without_ignored(&object), writer, None)
         };
-        match read {
+        let applied = match read {
             Some(live) => writer.apply_over(&object, live.as_ref()).await?,
             None => writer.apply(&object).await?,
         };
+        if let windlass_kit::Applied::Repaired(drift) = applied {
+            repaired.push(drift);
+        }
         desired.insert(ObjectKey::of(&object));
     }
 
@@ -250,7 +252,7 @@ pub async fn apply_revision(
             }
         }
     }
-    Ok(())
+    Ok(repaired)
 }
 
 /// The ClusterServiceVersion of revision `revision` of `loaded`, sealed: what the apply writes
@@ -377,15 +379,21 @@ pub async fn cleanup(
             if applier.delete(&key).await? {
                 removed.push(key.to_string());
             }
-            // With the CRD gone, so is the manager's read of its custom resources.
-            let reader = ObjectKey {
-                api_version: "rbac.authorization.k8s.io/v1".into(),
-                kind: "ClusterRole".into(),
-                namespace: None,
-                name: windlass_api::names::custom_resource_reader(name),
-            };
-            if applier.delete(&reader).await? {
-                removed.push(reader.to_string());
+            // With the CRD gone, so is the manager's read (and snapshot and restore) of its
+            // custom resources.
+            for role in [
+                windlass_api::names::custom_resource_reader(name),
+                windlass_api::names::custom_resource_keeper(name),
+            ] {
+                let key = ObjectKey {
+                    api_version: "rbac.authorization.k8s.io/v1".into(),
+                    kind: "ClusterRole".into(),
+                    namespace: None,
+                    name: role,
+                };
+                if applier.delete(&key).await? {
+                    removed.push(key.to_string());
+                }
             }
         }
     }

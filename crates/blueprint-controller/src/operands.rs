@@ -106,11 +106,17 @@ pub async fn crd_versions(client: &Client, crds: &[String]) -> Result<String, Er
     let api = Api::<CustomResourceDefinition>::all(client.clone());
     let mut versions = Vec::new();
     for crd in crds {
-        let live = api.get_metadata_opt(crd).await.map_err(|source| Error::Read {
-            what: format!("CRD {crd}"),
-            source,
-        })?;
-        versions.push(live.and_then(|m| m.resource_version()).unwrap_or_else(|| "-".into()));
+        let live = api
+            .get_metadata_opt(crd)
+            .await
+            .map_err(|source| Error::Read {
+                what: format!("CRD {crd}"),
+                source,
+            })?;
+        versions.push(
+            live.and_then(|m| m.resource_version())
+                .unwrap_or_else(|| "-".into()),
+        );
     }
     Ok(versions.join(","))
 }
@@ -156,7 +162,10 @@ impl Keeper<'_> {
             .get_opt(&content.cluster_service_version_name)
             .await
             .map_err(|source| Error::Read {
-                what: format!("ClusterServiceVersion {}", content.cluster_service_version_name),
+                what: format!(
+                    "ClusterServiceVersion {}",
+                    content.cluster_service_version_name
+                ),
                 source,
             })?;
         let mut namespaces = csv.map(|c| c.spec.target_namespaces).unwrap_or_default();
@@ -430,13 +439,16 @@ impl Keeper<'_> {
                 .and_then(|d| d.get(operands_secret::DATA_KEY))
                 .map(|b| b.0.as_slice())
                 .unwrap_or_default();
-            let found = secret.annotations().get(seal::ANNOTATION).map(String::as_str);
-            let checked = place.ok_or(windlass_revisions::SealError::Malformed).and_then(
-                |(index, of)| {
+            let found = secret
+                .annotations()
+                .get(seal::ANNOTATION)
+                .map(String::as_str);
+            let checked = place
+                .ok_or(windlass_revisions::SealError::Malformed)
+                .and_then(|(index, of)| {
                     pure::verify_chunk(self.key, &subject, index, of, data, found)
                         .map(|()| (index, of))
-                },
-            );
+                });
             let (index, of) = checked.map_err(|problem| {
                 format!(
                     "the operand snapshot Secret {} fails its seal ({problem}), so it is not \
@@ -566,13 +578,18 @@ pub async fn put_back(
         let version = live
             .iter()
             .zip(&versions)
-            .find(|(l, _)| l.kind == restore.kind && l.namespace == restore.namespace && l.name == restore.name)
+            .find(|(l, _)| {
+                l.kind == restore.kind && l.namespace == restore.namespace && l.name == restore.name
+            })
             .map(|(_, v)| v.clone());
         let patch = json!({
             "metadata": {"uid": restore.uid, "resourceVersion": version},
             "spec": restore.patch,
         });
-        match api.patch(&restore.name, &params, &Patch::Merge(&patch)).await {
+        match api
+            .patch(&restore.name, &params, &Patch::Merge(&patch))
+            .await
+        {
             Ok(_) => {}
             // Changed since it was read: the whole restore is decided again.
             Err(kube::Error::Api(status)) if status.code == 409 => {
@@ -605,16 +622,18 @@ async fn list_live(
     let mut objects = Vec::new();
     for scope in scopes {
         let api = api_for(client, kind, scope);
-        let list = list_when_allowed(&api).await.map_err(|source| Error::Read {
-            what: format!(
-                "{}.{}/{} objects{}",
-                kind.plural,
-                kind.group,
-                kind.version,
-                scope.map(|n| format!(" in {n}")).unwrap_or_default()
-            ),
-            source,
-        })?;
+        let list = list_when_allowed(&api)
+            .await
+            .map_err(|source| Error::Read {
+                what: format!(
+                    "{}.{}/{} objects{}",
+                    kind.plural,
+                    kind.group,
+                    kind.version,
+                    scope.map(|n| format!(" in {n}")).unwrap_or_default()
+                ),
+                source,
+            })?;
         objects.extend(list.items);
     }
     Ok(objects)
@@ -706,7 +725,13 @@ fn taken(snapshot: &Snapshot, chunks: usize) -> Snapshotted {
     let counted: Vec<String> = snapshot
         .kinds
         .iter()
-        .map(|k| format!("{} {}", counts.get(k.kind.as_str()).copied().unwrap_or(0), k.kind))
+        .map(|k| {
+            format!(
+                "{} {}",
+                counts.get(k.kind.as_str()).copied().unwrap_or(0),
+                k.kind
+            )
+        })
         .collect();
     let scope = if snapshot.namespaces.is_empty() {
         "all namespaces".to_string()

@@ -511,8 +511,7 @@ async fn execute(
             }
             Step::Check(Need::Rehearse { revision, base }) => {
                 let now = std::time::Instant::now();
-                let crds =
-                    crate::operands::crd_versions(&ctx.shell.client, &observed.crds).await?;
+                let crds = crate::operands::crd_versions(&ctx.shell.client, &observed.crds).await?;
                 let verdict = match ctx.rehearsals.recall(&uid, *revision, &crds, now) {
                     Some(verdict) => verdict,
                     None => {
@@ -569,6 +568,20 @@ async fn execute(
             &observed.kinds,
         )
         .await;
+        let applied = match applied {
+            Ok(repaired) => {
+                for drift in &repaired {
+                    info!(object = %drift.object, "put back fields someone else changed");
+                    let notice = windlass_kit::repair_notice(drift);
+                    ctx.shell
+                        .events
+                        .publish(&blueprint.object_ref(&()), &notice)
+                        .await;
+                }
+                Ok(())
+            }
+            Err(error) => Err(error),
+        };
         if let Err(error) = applied {
             ctx.memo.forget(&uid);
             // The install identity may not create or grant something: the API server's words

@@ -181,7 +181,10 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(packages, ["acme-cache", "acme-db", "acme-gateway", "acme-monitor"]);
+        assert_eq!(
+            packages,
+            ["acme-cache", "acme-db", "acme-gateway", "acme-monitor"]
+        );
         // The samples pass the listing gate as shipped.
         assert_eq!(builtin.listing, ListingState::default());
         let db = &builtin.catalog.packages["acme-db"];

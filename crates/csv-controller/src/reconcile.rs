@@ -35,7 +35,7 @@ use windlass_api::{
 };
 use windlass_bundle::csv::ClusterServiceVersion as OlmCsv;
 use windlass_kit::{
-    Applier, ApplyError, Identities, ListFloor, Metrics, Notice, ObjectKey, OwnWrites,
+    Applied, Applier, ApplyError, Identities, ListFloor, Metrics, Notice, ObjectKey, OwnWrites,
     ProgressHold, ReconcileError, Scope, Shell, Stage,
     runner::{self, FromFinalizerError},
     status,
@@ -467,12 +467,19 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                         what: format!("a client acting as {identity:?}"),
                         source,
                     })?;
+                // Edits of what windlass sets that the apply puts back, told once written.
+                let mut repaired = Vec::new();
                 for object in &objects {
+                    // Fields the Subscription leaves to people are never applied.
+                    let written = csv.spec.config.without_ignored(&object.object);
                     if object.namespace().is_none() {
-                        ctx.applier.apply(&object.object).await?;
+                        if let Applied::Repaired(drift) = ctx.applier.apply(&written).await? {
+                            repaired.push(drift);
+                        }
                         continue;
                     }
-                    match installer.apply(&object.object).await {
+                    match installer.apply(&written).await {
+                        Ok(Applied::Repaired(drift)) => repaired.push(drift),
                         Ok(_) => {}
                         Err(error)
                             if error.is_forbidden()
@@ -487,6 +494,14 @@ async fn install(csv: &ClusterServiceVersion, ctx: &Context) -> Result<Action, E
                         }
                         Err(error) => return Err(error.into()),
                     }
+                }
+                for drift in &repaired {
+                    info!(object = %drift.object, "put back fields someone else changed");
+                    let notice = windlass_kit::repair_notice(drift);
+                    ctx.shell
+                        .events
+                        .publish(&csv.object_ref(&()), &notice)
+                        .await;
                 }
                 if inputs.forbidden.is_some() {
                     // Nothing more is applied or judged until the account may create it all.

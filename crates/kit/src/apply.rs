@@ -61,12 +61,15 @@ impl fmt::Display for ObjectKey {
 }
 
 /// What an apply did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Applied {
     /// The object did not exist.
     Created,
     /// It existed and differed.
     Updated,
+    /// It existed, and someone else had changed fields windlass sets: the apply put them
+    /// back. Which fields, what was found, what was restored and who changed them.
+    Repaired(windlass_preview::Drift),
     /// It already was what we would write: nothing was sent.
     Unchanged,
 }
@@ -255,11 +258,12 @@ impl Applier {
         {
             return Ok(Applied::Unchanged);
         }
+        let repaired = live.and_then(|live| windlass_preview::diff::repaired(object, live));
         self.send(&ObjectKey::of(object), object, false).await?;
-        Ok(if live.is_some() {
-            Applied::Updated
-        } else {
-            Applied::Created
+        Ok(match (live, repaired) {
+            (Some(_), Some(drift)) => Applied::Repaired(drift),
+            (Some(_), None) => Applied::Updated,
+            (None, _) => Applied::Created,
         })
     }
 

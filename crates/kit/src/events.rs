@@ -51,6 +51,45 @@ impl Notice {
     }
 }
 
+/// The Event that tells a repair of someone else's edit: the object, each field with what was
+/// found and what was restored, and the field managers that had changed them.
+pub fn repair_notice(drift: &windlass_preview::Drift) -> Notice {
+    fn shown(value: Option<&serde_json::Value>) -> String {
+        const LONGEST: usize = 80;
+        let Some(value) = value else {
+            return "(absent)".into();
+        };
+        let text = value.to_string();
+        if text.chars().count() <= LONGEST {
+            return text;
+        }
+        let cut: String = text.chars().take(LONGEST).collect();
+        format!("{cut}...")
+    }
+    let fields: Vec<String> = drift
+        .fields
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: found {}, restored {}",
+                f.path,
+                shown(f.new.as_ref()),
+                shown(f.old.as_ref())
+            )
+        })
+        .collect();
+    let by = if drift.editors.is_empty() {
+        String::new()
+    } else {
+        format!(" (changed by {})", drift.editors.join(", "))
+    };
+    Notice::warning(
+        windlass_api::names::reasons::drift::REPAIRED,
+        format!("put back {}{by}: {}", drift.object, fields.join("; ")),
+    )
+    .action(format!("Repair {}", drift.object))
+}
+
 /// Publishes Events under one controller's name.
 #[derive(Clone)]
 pub struct Events {
@@ -97,6 +136,38 @@ pub fn truncate(text: &str, max: usize) -> String {
         cut -= 1;
     }
     text[..cut].to_string()
+}
+
+#[cfg(test)]
+mod repair_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_repair_names_object_fields_values_and_who_changed_them() {
+        let drift = windlass_preview::Drift {
+            object: windlass_preview::ObjectRef {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("team-a".into()),
+                name: "acme-db-operator".into(),
+            },
+            fields: vec![windlass_preview::FieldChange {
+                path: "spec.replicas".into(),
+                old: Some(json!(1)),
+                new: Some(json!(4)),
+            }],
+            editors: vec!["kubectl-scale".into()],
+        };
+        let notice = repair_notice(&drift);
+        assert!(notice.warning);
+        assert_eq!(notice.reason, "DriftRepaired");
+        assert_eq!(
+            notice.message,
+            "put back Deployment team-a/acme-db-operator (changed by kubectl-scale): \
+             spec.replicas: found 4, restored 1"
+        );
+    }
 }
 
 #[cfg(test)]

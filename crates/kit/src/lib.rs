@@ -45,7 +45,7 @@ pub mod triggers;
 pub mod trust;
 
 pub use apply::{Applied, Applier, ApplyError, Freshness, ObjectKey};
-pub use events::{Events, Notice};
+pub use events::{Events, Notice, repair_notice};
 pub use freshness::OwnWrites;
 pub use identity::Identities;
 pub use list_floor::ListFloor;

@@ -112,6 +112,22 @@ pub fn drift(applied: &Value, live: &Value) -> Option<Drift> {
     drift_of(live, found)
 }
 
+/// What an apply of `desired` puts back of someone else's edits: the fields `desired` sets
+/// whose live value differs and that a field manager other than windlass owns now (an edit;
+/// a field windlass still owns differs only because what windlass wants changed). `old` is
+/// what windlass restores, `new` what it found. `None` when the apply repairs no edit.
+pub fn repaired(desired: &Value, live: &Value) -> Option<Drift> {
+    let mut found = Vec::new();
+    walk_drift(
+        &mut Vec::new(),
+        &comparable(desired),
+        Some(&comparable(live)),
+        &mut found,
+    );
+    found.retain(|(path, _, _)| !managed::owners(live, std::slice::from_ref(path)).is_empty());
+    drift_of(live, found)
+}
+
 /// What restoring an older revision overwrites of someone else's: the fields `restored` (the
 /// object as that revision applied it) sets and `running` (as the running revision applied it,
 /// `None` when it did not) does not, whose live value differs and belongs to a field manager

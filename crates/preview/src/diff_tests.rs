@@ -164,6 +164,35 @@ fn drift_is_only_what_someone_changed_in_fields_windlass_set() {
 }
 
 #[test]
+fn an_apply_repairs_only_fields_another_manager_owns_now() {
+    let desired = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "op", "namespace": "team-a"},
+        "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "operator", "image": "op:2"}]}}},
+    });
+    let mut live = desired.clone();
+    // windlass wants a new image (its own field): not a repair.
+    live["spec"]["template"]["spec"]["containers"][0]["image"] = json!("op:1");
+    live["metadata"]["managedFields"] = json!([
+        {"manager": "windlass", "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {},
+            "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"operator\"}": {"f:image": {}}}}}}}},
+    ]);
+    assert_eq!(repaired(&desired, &live), None);
+    // kubectl scale took spec.replicas: putting it back is a repair, and says who changed it.
+    live["spec"]["replicas"] = json!(4);
+    live["metadata"]["managedFields"] = json!([
+        {"manager": "windlass", "operation": "Apply", "fieldsV1": {"f:spec": {
+            "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"operator\"}": {"f:image": {}}}}}}}},
+        {"manager": "kubectl-scale", "operation": "Update", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+    ]);
+    let repair = repaired(&desired, &live).unwrap();
+    assert_eq!(paths(&repair.fields), ["spec.replicas"]);
+    assert_eq!(repair.fields[0].old, Some(json!(1)), "what windlass restores");
+    assert_eq!(repair.fields[0].new, Some(json!(4)), "what it found");
+    assert_eq!(repair.editors, ["kubectl-scale"]);
+}
+
+#[test]
 fn a_rollback_overwrites_edits_of_fields_only_the_restored_revision_sets() {
     let configmap = |data: Value| {
         json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -49,6 +49,11 @@ pub struct Plan {
     /// those edits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<Drift>,
+    /// For a rollback: what it does with the operator's custom resources, from a server-side
+    /// dry run of restoring them to the snapshot taken before the upgrade it undoes. Live
+    /// state, like `drift`: not bound by the digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operands: Option<String>,
     /// What differs from the plan before it (this revision's plan shown earlier, or the
     /// previous revision's), the first line saying which.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -172,6 +172,13 @@ pub fn text(plan: &Plan) -> String {
         }
     }
 
+    if let Some(operands) = &plan.operands {
+        let _ = writeln!(
+            out,
+            "\nCustom resources (a dry run of restoring the snapshot):\n  {operands}"
+        );
+    }
+
     if !plan.changes.is_empty() {
         let _ = writeln!(out, "\nWhat changed {}", plan.changes[0]);
         for change in &plan.changes[1..] {
@@ -242,5 +249,18 @@ mod tests {
         for part in expected {
             assert!(text.contains(part), "missing {part:?} in:\n{text}");
         }
+        assert!(!text.contains("Custom resources"), "an upgrade restores none");
+    }
+
+    #[test]
+    fn a_rollback_plan_says_what_it_does_with_the_custom_resources() {
+        let mut plan = sample::plan();
+        plan.kind = crate::PlanKind::Rollback;
+        plan.operands = Some("would restore the spec of 2 custom resource(s)".into());
+        let text = text(&plan);
+        assert!(
+            text.contains("Custom resources (a dry run of restoring the snapshot):\n  would restore the spec of 2"),
+            "{text}"
+        );
     }
 }

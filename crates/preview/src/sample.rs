@@ -132,6 +132,7 @@ pub(crate) fn plan() -> Plan {
             }],
             editors: vec!["kubectl-scale".into()],
         }],
+        operands: None,
         changes: Vec::new(),
         notes: Vec::new(),
         computed_at: "2026-03-16T09:00:00Z".into(),

@@ -166,7 +166,13 @@ pub fn decode(chunks: &[Option<&[u8]>]) -> Result<Snapshot, SnapshotError> {
 
 /// The seal of chunk `index` of `count` for `subject` (kind [`SEAL_KIND`]): a chunk cannot be
 /// moved to another place, snapshot or owner, and the count cannot be cut short.
-pub fn seal_chunk(key: &SealKey, subject: &Subject, index: usize, count: usize, data: &[u8]) -> String {
+pub fn seal_chunk(
+    key: &SealKey,
+    subject: &Subject,
+    index: usize,
+    count: usize,
+    data: &[u8],
+) -> String {
     let (index, count) = (index.to_string(), count.to_string());
     seal::seal(key, subject, &[index.as_bytes(), count.as_bytes(), data])
 }
@@ -180,7 +186,12 @@ pub fn verify_chunk(
     found: Option<&str>,
 ) -> Result<(), SealError> {
     let (index, count) = (index.to_string(), count.to_string());
-    seal::verify(key, subject, &[index.as_bytes(), count.as_bytes(), data], found)
+    seal::verify(
+        key,
+        subject,
+        &[index.as_bytes(), count.as_bytes(), data],
+        found,
+    )
 }
 
 /// A custom resource as it is now.
@@ -224,7 +235,11 @@ pub struct RestorePlan {
 /// Compares the snapshot with the live objects of its kinds.
 pub fn plan_restore(snapshot: &Snapshot, live: &[LiveOperand]) -> RestorePlan {
     let key = |kind: usize, namespace: &Option<String>, name: &str| {
-        (kind, namespace.clone().unwrap_or_default(), name.to_string())
+        (
+            kind,
+            namespace.clone().unwrap_or_default(),
+            name.to_string(),
+        )
     };
     let by_key: BTreeMap<_, &LiveOperand> = live
         .iter()
@@ -366,7 +381,10 @@ impl RestorePlan {
                 format!(": {}", names(&restored))
             }
         )];
-        parts.push(format!("{} already as in the snapshot", self.unchanged.len()));
+        parts.push(format!(
+            "{} already as in the snapshot",
+            self.unchanged.len()
+        ));
         if !self.created_after.is_empty() {
             parts.push(format!(
                 "kept {} created after the snapshot: {}",
@@ -435,13 +453,21 @@ mod tests {
     #[test]
     fn a_rewritten_spec_goes_back_new_objects_stay_and_deleted_ones_are_not_recreated() {
         let taken = snapshot(vec![
-            operand("rewritten", "u1", json!({"memory": "512Mi", "evictionPolicy": "lru"})),
+            operand(
+                "rewritten",
+                "u1",
+                json!({"memory": "512Mi", "evictionPolicy": "lru"}),
+            ),
             operand("untouched", "u2", json!({"memory": "1Gi"})),
             operand("deleted", "u3", json!({"memory": "2Gi"})),
             operand("recreated", "u4", json!({"memory": "2Gi"})),
         ]);
         let now = [
-            live("rewritten", "u1", json!({"limits": {"memory": "512Mi"}, "eviction": {"policy": "lru"}})),
+            live(
+                "rewritten",
+                "u1",
+                json!({"limits": {"memory": "512Mi"}, "eviction": {"policy": "lru"}}),
+            ),
             live("untouched", "u2", json!({"memory": "1Gi"})),
             live("recreated", "u9", json!({"memory": "2Gi"})),
             live("new", "u5", json!({"limits": {"memory": "4Gi"}})),
@@ -449,22 +475,44 @@ mod tests {
         let plan = plan_restore(&taken, &now);
         assert_eq!(plan.restore.len(), 1);
         let restore = &plan.restore[0];
-        assert_eq!((restore.name.as_str(), restore.uid.as_str()), ("rewritten", "u1"));
-        assert_eq!(restore.spec, Some(json!({"memory": "512Mi", "evictionPolicy": "lru"})));
+        assert_eq!(
+            (restore.name.as_str(), restore.uid.as_str()),
+            ("rewritten", "u1")
+        );
+        assert_eq!(
+            restore.spec,
+            Some(json!({"memory": "512Mi", "evictionPolicy": "lru"}))
+        );
         assert_eq!(
             restore.changed,
-            ["/spec/eviction", "/spec/evictionPolicy", "/spec/limits", "/spec/memory"]
+            [
+                "/spec/eviction",
+                "/spec/evictionPolicy",
+                "/spec/limits",
+                "/spec/memory"
+            ]
         );
         assert_eq!(plan.unchanged, [(0, "team-a/untouched".to_string())]);
         assert_eq!(
             plan.created_after,
-            [(0, "team-a/recreated".to_string()), (0, "team-a/new".to_string())]
+            [
+                (0, "team-a/recreated".to_string()),
+                (0, "team-a/new".to_string())
+            ]
         );
         assert_eq!(plan.deleted_since, [(0, "team-a/deleted".to_string())]);
         let summary = plan.summary(&taken, "restored");
         assert!(summary.starts_with("restored the spec of 1 custom resource(s) to the snapshot of revision 2: Cache team-a/rewritten (/spec/eviction"), "{summary}");
-        assert!(summary.contains("kept 2 created after the snapshot: Cache team-a/recreated, Cache team-a/new"), "{summary}");
-        assert!(summary.contains("left 1 deleted since (not recreated): Cache team-a/deleted"), "{summary}");
+        assert!(
+            summary.contains(
+                "kept 2 created after the snapshot: Cache team-a/recreated, Cache team-a/new"
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("left 1 deleted since (not recreated): Cache team-a/deleted"),
+            "{summary}"
+        );
     }
 
     #[test]
@@ -481,7 +529,8 @@ mod tests {
     #[test]
     fn a_merge_patch_turns_the_live_spec_into_the_snapshot() {
         let live = json!({"limits": {"memory": "512Mi"}, "eviction": {"policy": "lru"}, "replicas": 2, "tags": ["a"]});
-        let old = json!({"memory": "512Mi", "evictionPolicy": "lru", "replicas": 2, "tags": ["a", "b"]});
+        let old =
+            json!({"memory": "512Mi", "evictionPolicy": "lru", "replicas": 2, "tags": ["a", "b"]});
         let patch = merge_patch(Some(&live), Some(&old));
         assert_eq!(
             patch,
@@ -517,8 +566,18 @@ mod tests {
         assert!(matches!(decode(cut), Err(SnapshotError::Decompress(_))));
 
         let refused = encode(&taken, 4096, 1).unwrap_err();
-        assert!(matches!(refused, SnapshotError::TooLarge { objects: 2000, chunks: 1, .. }));
-        assert!(refused.to_string().contains("2000 custom resources"), "{refused}");
+        assert!(matches!(
+            refused,
+            SnapshotError::TooLarge {
+                objects: 2000,
+                chunks: 1,
+                ..
+            }
+        ));
+        assert!(
+            refused.to_string().contains("2000 custom resources"),
+            "{refused}"
+        );
     }
 
     #[test]
@@ -531,7 +590,10 @@ mod tests {
             revision: Some(2),
         };
         let sealed = seal_chunk(&key, &subject, 0, 2, b"abc");
-        assert_eq!(verify_chunk(&key, &subject, 0, 2, b"abc", Some(&sealed)), Ok(()));
+        assert_eq!(
+            verify_chunk(&key, &subject, 0, 2, b"abc", Some(&sealed)),
+            Ok(())
+        );
         for (index, count, data) in [(1, 2, &b"abc"[..]), (0, 1, b"abc"), (0, 2, b"abd")] {
             assert_eq!(
                 verify_chunk(&key, &subject, index, count, data, Some(&sealed)),

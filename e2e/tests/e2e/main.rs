@@ -29,6 +29,7 @@ mod corpus_installs;
 mod crd_safety_differential;
 mod crd_upgrade_classes;
 mod csv_controller;
+mod drift_repairs;
 mod examples;
 mod helm_chart;
 mod hub_api;

@@ -498,7 +498,9 @@ const CUSTOM_RESOURCES_WHY: &str = "\
 # the custom resources of the CRDs it upgrades, and only those. For each such CRD it writes a
 # ClusterRole granting get and list on that one resource, labelled
 # windlass.dev/aggregate-to-manager=true; Kubernetes aggregates those into this role, which
-# has no rules of its own.
+# has no rules of its own. Operand snapshots and rollbacks do the same for the CRDs an install
+# owns, with get, list and patch (windlass-keep.<crd>): read before an upgrade, specs written
+# back by its rollback.
 ";
 
 /// The aggregation rule of the custom-resources role. It has no `rules`: Kubernetes writes them,

@@ -259,11 +259,8 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
             operands::Snapshot::Ready => {}
             operands::Snapshot::Ask(need) => return Outcome::Check(need),
             operands::Snapshot::Blocked(message) => {
-                let standing = Standing::new(
-                    BlueprintPhase::Pending,
-                    waiting,
-                    Stage::Blocked(message),
-                );
+                let standing =
+                    Standing::new(BlueprintPhase::Pending, waiting, Stage::Blocked(message));
                 return changes.show(standing, None, RETRY);
             }
         }

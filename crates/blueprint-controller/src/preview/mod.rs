@@ -37,7 +37,7 @@ use windlass_revisions::SealKey;
 use crate::{
     Error, build,
     content::{self, Loaded},
-    plan::{CrdPolicy, PreviewRequest},
+    plan::{CrdPolicy, PreviewRequest, Source},
     revision,
 };
 use objects::{Desired, Writers, examine};
@@ -355,10 +355,32 @@ async fn compute(
         images,
         crds: crd_changes(loaded, &namespace),
         drift,
+        operands: operands(ctx, blueprint, request).await?,
         changes: Vec::new(),
         notes,
         computed_at: ctx.now.to_string(),
     })
+}
+
+/// For a rollback to a stored revision: the dry run of its operand restore, in words.
+async fn operands(
+    ctx: &Context<'_>,
+    blueprint: &Blueprint,
+    request: &PreviewRequest,
+) -> Result<Option<String>, Error> {
+    let (windlass_preview::PlanKind::Rollback, Source::Stored { revision }) =
+        (request.kind, &request.apply.content.source)
+    else {
+        return Ok(None);
+    };
+    let keeper = crate::operands::Keeper {
+        applier: ctx.manager,
+        key: ctx.key,
+    };
+    Ok(Some(match keeper.restore(blueprint, *revision, true).await? {
+        Ok(summary) => summary,
+        Err(refusal) => refusal.message,
+    }))
 }
 
 /// An object that cannot be read or dry-run (its kind is not served yet, or it is listed only

@@ -10,12 +10,22 @@ fn an_upgrade_is_snapshotted_before_it_applies_and_a_first_install_is_not() {
     assert!(world.operand_steps.is_empty(), "nothing ran before 1.0.0");
     world.subscribe_to("1.1.0");
     let decision = world.reconcile();
-    assert!(matches!(decision.action, Action::Record), "records revision 2 first");
+    assert!(
+        matches!(decision.action, Action::Record),
+        "records revision 2 first"
+    );
     let applying = world.reconcile();
-    assert!(matches!(applying.action, Action::Apply(_)), "{:?}", applying.action);
+    assert!(
+        matches!(applying.action, Action::Apply(_)),
+        "{:?}",
+        applying.action
+    );
     assert_eq!(
         world.operand_steps,
-        [Need::Snapshot { revision: 2, base: 1 }],
+        [Need::Snapshot {
+            revision: 2,
+            base: 1
+        }],
         "the snapshot comes before the apply, of what revision 1 installed"
     );
     assert!(world.condition_is(
@@ -38,7 +48,10 @@ fn a_snapshot_that_cannot_be_kept_holds_the_upgrade_before_anything_applies() {
     world.subscribe_to("1.1.0");
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Pending);
-    assert!(world.record(2).started_time.is_none(), "nothing of 1.1.0 applied");
+    assert!(
+        world.record(2).started_time.is_none(),
+        "nothing of 1.1.0 applied"
+    );
     assert!(world.condition_is(
         conditions::blueprint::OPERANDS_SNAPSHOTTED,
         ConditionStatus::False,
@@ -82,9 +95,10 @@ fn a_rollback_puts_the_operands_back_once_its_csv_runs_and_says_so() {
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::RolledBack);
     assert!(
-        world
-            .operand_steps
-            .contains(&Need::RestoreOperands { revision: 4, base: 2 }),
+        world.operand_steps.contains(&Need::RestoreOperands {
+            revision: 4,
+            base: 2
+        }),
         "{:?}",
         world.operand_steps
     );
@@ -125,11 +139,10 @@ fn a_completed_upgrade_rehearses_its_rollback_and_a_refused_request_keeps_its_ow
         ConditionStatus::True,
         reasons::blueprint::REHEARSAL_PASSED
     ));
-    assert!(
-        world
-            .operand_steps
-            .contains(&Need::Rehearse { revision: 2, base: 1 })
-    );
+    assert!(world.operand_steps.contains(&Need::Rehearse {
+        revision: 2,
+        base: 1
+    }));
     world.rehearsal = Err(Refusal {
         reason: reasons::blueprint::REHEARSAL_FAILED,
         message: "would fail: v1 not served".into(),
@@ -140,7 +153,11 @@ fn a_completed_upgrade_rehearses_its_rollback_and_a_refused_request_keeps_its_ow
         ConditionStatus::False,
         reasons::blueprint::REHEARSAL_FAILED
     ));
-    assert_eq!(world.phase(), BlueprintPhase::Succeeded, "a prediction only");
+    assert_eq!(
+        world.phase(),
+        BlueprintPhase::Succeeded,
+        "a prediction only"
+    );
 
     // Asked for anyway, refused by the check the rehearsal predicted: its words stand.
     world.rollback_source = Err(Refusal {
