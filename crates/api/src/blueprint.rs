@@ -104,6 +104,12 @@ pub struct BlueprintSpec {
     /// Allow a rollback the rules refuse (across a minor or major version); recorded in history.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
+    /// The `UpgradeReady` findings a person accepts by name (`MinKubeVersion`,
+    /// `PodDisruptionBudget/<namespace>/<name>`, `APINoLongerServed/<crd>/<version>`): the
+    /// upgrade goes ahead despite them, and its history entry records them. Reset when a new
+    /// revision starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_findings: Vec<String>,
     /// Bundles this one needs, installed first, in dependency order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<ResolvedBundle>,
@@ -218,6 +224,9 @@ pub struct RevisionRecord {
     /// The plan digest a person approved, when Manual approval let this revision run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_plan: Option<String>,
+    /// The `UpgradeReady` findings a person accepted for this revision to run, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_findings: Vec<String>,
 }
 
 /// The plan of the newest revision, as a person approving it needs to find it: its digest
@@ -371,6 +380,10 @@ pub struct BlueprintBookkeeping {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[allow(clippy::option_option)]
     pub approved_plan: Option<Option<String>>,
+    /// `Some(None)` (sent as `null`) clears the findings a person accepted, with the approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[allow(clippy::option_option)]
+    pub accepted_findings: Option<Option<Vec<String>>>,
 }
 
 #[cfg(test)]

@@ -106,7 +106,9 @@ fn remove_pointer(object: &mut serde_json::Value, pointer: &str) {
     for token in parents {
         let next = match here {
             serde_json::Value::Object(map) => map.get_mut(token),
-            serde_json::Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            serde_json::Value::Array(items) => {
+                token.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+            }
             _ => None,
         };
         let Some(next) = next else {
@@ -162,19 +164,17 @@ mod tests {
     #[test]
     fn ignored_fields_are_left_out_of_the_objects_a_rule_matches_only() {
         let config = OperatorConfig {
-            ignore_differences: vec![
-                IgnoreDifferences {
-                    group: Some("apps".into()),
-                    kind: "Deployment".into(),
-                    name: Some("op".into()),
-                    json_pointers: vec![
-                        "/spec/replicas".into(),
-                        "/spec/template/metadata/annotations/a~1b".into(),
-                        "/spec/template/spec/containers/0/image".into(),
-                        "/spec/missing/deeper".into(),
-                    ],
-                },
-            ],
+            ignore_differences: vec![IgnoreDifferences {
+                group: Some("apps".into()),
+                kind: "Deployment".into(),
+                name: Some("op".into()),
+                json_pointers: vec![
+                    "/spec/replicas".into(),
+                    "/spec/template/metadata/annotations/a~1b".into(),
+                    "/spec/template/spec/containers/0/image".into(),
+                    "/spec/missing/deeper".into(),
+                ],
+            }],
             ..OperatorConfig::default()
         };
         let deployment = |name: &str| {
@@ -188,7 +188,10 @@ mod tests {
             json!({"template": {"metadata": {"annotations": {"c": "y"}},
                    "spec": {"containers": [{"name": "operator"}]}}})
         );
-        assert_eq!(config.without_ignored(&deployment("other")), deployment("other"));
+        assert_eq!(
+            config.without_ignored(&deployment("other")),
+            deployment("other")
+        );
         let mut configmap = deployment("op");
         configmap["kind"] = json!("ConfigMap");
         configmap["apiVersion"] = json!("v1");

@@ -217,6 +217,10 @@ pub mod conditions {
         pub const OPERANDS_SNAPSHOTTED: &str = "OperandsSnapshotted";
         /// What the last rollback did with the custom resources: restored, kept, left.
         pub const OPERANDS_RESTORED: &str = "OperandsRestored";
+        /// Whether anything would block or break the upgrade (a newer Kubernetes needed, a
+        /// PodDisruptionBudget allowing no eviction, an API version dropped while objects use
+        /// it); False until a person accepts each finding by name.
+        pub const UPGRADE_READY: &str = "UpgradeReady";
     }
 
     /// A ClusterServiceVersion's conditions.
@@ -322,6 +326,10 @@ pub mod reasons {
         pub const REHEARSAL_PASSED: &str = "RehearsalPassed";
         /// A rehearsed rollback would fail; the message says why.
         pub const REHEARSAL_FAILED: &str = "RehearsalFailed";
+        /// Nothing found that would block or break the upgrade (or all of it accepted).
+        pub const UPGRADE_READY: &str = "Ready";
+        /// Findings not accepted yet hold the upgrade.
+        pub const FINDINGS_NOT_ACCEPTED: &str = "FindingsNotAccepted";
     }
 
     /// Why the ClusterVersion is where it is.

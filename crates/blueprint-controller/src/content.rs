@@ -141,6 +141,8 @@ pub async fn validate(
         .granted
         .contains(&ClusterScopedGrant::CrdAdoption);
     let mut crd_reviews = Vec::new();
+    // (live, new, existing objects) of each CRD the upgrade changes, for UpgradeReady.
+    let mut changed_crds = Vec::new();
     for crd in converted
         .objects
         .iter()
@@ -195,6 +197,7 @@ pub async fn validate(
                 let versions = crd_safety::versions_to_check(&live, &crd.object);
                 let existing = existing_objects(applier, &live, &versions).await?;
                 let found = crd_safety::findings(&live, &crd.object, &existing);
+                changed_crds.push((live.clone(), crd.object.clone(), existing.len()));
                 violations.extend(found.iter().filter(|v| v.blocks()).cloned());
                 crd_reviews.push(review(CrdAction::Change, found));
             }
@@ -236,11 +239,26 @@ pub async fn validate(
         return Ok((Validation::Refused(refusal), None));
     }
     let validation = if violations.is_empty() {
+        // What would block or break an upgrade is looked for only before it starts, and only
+        // for an upgrade of something that ran here.
+        let upgrade = blueprint.status.as_ref().is_some_and(|s| {
+            s.history.iter().any(|r| {
+                r.revision < request.revision
+                    && r.outcome == windlass_api::blueprint::RevisionOutcome::Completed
+            })
+        });
+        let findings =
+            if !upgrade || request.running || matches!(request.source, Source::Stored { .. }) {
+                Vec::new()
+            } else {
+                crate::readiness::findings(client, blueprint, &content, &changed_crds).await?
+            };
         Validation::Ready {
             kept_crds: kept,
             verified_by: content.verified_by.clone(),
             image_rewrites: content.recorded_rewrites(),
             withdrawn,
+            findings,
         }
     } else {
         // Blueprint status and Events are read by the namespace's users: objects of other

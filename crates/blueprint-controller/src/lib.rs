@@ -20,6 +20,7 @@ pub mod operands;
 pub mod permit;
 pub mod plan;
 pub mod preview;
+pub mod readiness;
 pub mod reconcile;
 pub mod revision;
 

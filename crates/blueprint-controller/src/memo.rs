@@ -168,6 +168,7 @@ mod tests {
             verified_by: vec!["release-key".into()],
             image_rewrites: Vec::new(),
             withdrawn: None,
+            findings: Vec::new(),
         }
     }
 

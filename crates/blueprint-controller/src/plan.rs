@@ -139,11 +139,14 @@ pub enum Validation {
     /// Deployments' images).
     /// `withdrawn`: the revision runs, and the policy that permitted it stopped granting some
     /// of its cluster-scoped objects, which the apply removes (why, for the condition).
+    /// `findings`: what would block or break the upgrade (`UpgradeReady`), each to be
+    /// accepted by name before it starts.
     Ready {
         kept_crds: Vec<String>,
         verified_by: Vec<String>,
         image_rewrites: Vec<windlass_api::ImageRewrite>,
         withdrawn: Option<Refusal>,
+        findings: Vec<windlass_preview::readiness::Finding>,
     },
     /// The content cannot be read now (catalog not served, registry down, Secret unreadable).
     Unavailable(String),

@@ -277,6 +277,7 @@ mod tests {
                     image_rewrites: vec![],
                     plan: None,
                     approved_plan: None,
+                    accepted_findings: Vec::new(),
                 })
                 .collect(),
             ..Default::default()

@@ -187,7 +187,11 @@ fn an_apply_repairs_only_fields_another_manager_owns_now() {
     ]);
     let repair = repaired(&desired, &live).unwrap();
     assert_eq!(paths(&repair.fields), ["spec.replicas"]);
-    assert_eq!(repair.fields[0].old, Some(json!(1)), "what windlass restores");
+    assert_eq!(
+        repair.fields[0].old,
+        Some(json!(1)),
+        "what windlass restores"
+    );
     assert_eq!(repair.fields[0].new, Some(json!(4)), "what it found");
     assert_eq!(repair.editors, ["kubectl-scale"]);
 }

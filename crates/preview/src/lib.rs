@@ -23,6 +23,7 @@ pub mod images;
 pub mod managed;
 mod model;
 pub mod rbac;
+pub mod readiness;
 pub mod render;
 pub mod summary;
 

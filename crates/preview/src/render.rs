@@ -249,7 +249,10 @@ mod tests {
         for part in expected {
             assert!(text.contains(part), "missing {part:?} in:\n{text}");
         }
-        assert!(!text.contains("Custom resources"), "an upgrade restores none");
+        assert!(
+            !text.contains("Custom resources"),
+            "an upgrade restores none"
+        );
     }
 
     #[test]

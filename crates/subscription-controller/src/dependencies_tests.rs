@@ -45,6 +45,7 @@ fn record(revision: i64, version: &str, outcome: RevisionOutcome) -> RevisionRec
         image_rewrites: Vec::new(),
         plan: None,
         approved_plan: None,
+        accepted_findings: Vec::new(),
     }
 }
 

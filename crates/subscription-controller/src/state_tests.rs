@@ -21,6 +21,7 @@ fn record(csv: &str, outcome: RevisionOutcome, reason: &str) -> RevisionRecord {
         image_rewrites: Vec::new(),
         plan: None,
         approved_plan: None,
+        accepted_findings: Vec::new(),
     }
 }
 

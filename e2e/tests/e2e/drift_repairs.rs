@@ -100,12 +100,14 @@ async fn a_repaired_edit_is_told_by_field_and_manager_and_ignored_fields_stay() 
             ),
         "{message}"
     );
-    assert!(!message.contains("replicas"), "replicas are left to people: {message}");
+    assert!(
+        !message.contains("replicas"),
+        "replicas are left to people: {message}"
+    );
     let live = serde_json::to_value(deployments.get("acme-db-operator").await.unwrap()).unwrap();
     assert_eq!(live["spec"]["replicas"], 3, "the person's replicas stand");
     assert_eq!(
-        live["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"],
-        "100m",
+        live["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"], "100m",
         "the CPU limit is back"
     );
 }

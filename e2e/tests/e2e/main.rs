@@ -61,3 +61,4 @@ mod tenant_crds;
 mod tenant_csvs;
 mod tenant_escapes;
 mod trust_required;
+mod upgrade_readiness;

@@ -98,11 +98,13 @@ const CORE: &[&str] = &[""];
 const MANAGER_WRITTEN: [&str; 3] = ["clusterserviceversions", "installscopes", "packages"];
 
 /// The fields of a Blueprint's spec a person may change on one a Subscription wrote: approval
-/// (`windlass approve`, the hub), and a rollback (`windlass rollback`) to a revision of its
-/// history, forced or not. Everything else is the Subscription's.
-const BLUEPRINT_PERSON_FIELDS: [&str; 4] = [
+/// (`windlass approve`, the hub), findings accepted by name, and a rollback (`windlass
+/// rollback`) to a revision of its history, forced or not. Everything else is the
+/// Subscription's.
+const BLUEPRINT_PERSON_FIELDS: [&str; 5] = [
     "approved",
     "approvedPlan",
+    "acceptedFindings",
     "force",
     "clusterServiceVersionName",
 ];

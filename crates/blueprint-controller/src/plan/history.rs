@@ -95,9 +95,10 @@ pub(super) fn bookkeeping_for(
         revision: record.revision,
         old_version,
         old_cluster_service_version_name: old_csv,
-        // Approval is per revision (and per plan).
+        // Approval is per revision (and per plan), and so is accepting its findings.
         approved: Some(false),
         approved_plan: Some(None),
+        accepted_findings: Some(None),
     }
 }
 

@@ -26,6 +26,7 @@ use super::{
 use windlass_bundle::crd::safety as crd_safety;
 
 mod operands;
+mod readiness;
 mod validation;
 mod verdict;
 
@@ -127,6 +128,7 @@ pub(super) fn begin(
         image_rewrites: Vec::new(),
         plan: None,
         approved_plan: None,
+        accepted_findings: Vec::new(),
     };
     changes.record_new(record.clone());
     // A plan shown, and an approval given, were another revision's.
@@ -156,6 +158,7 @@ pub(super) fn begin(
             changes.remove_condition(conditions::blueprint::CRDS_KEPT);
             changes.remove_condition(conditions::blueprint::OPERANDS_SNAPSHOTTED);
             changes.remove_condition(conditions::blueprint::OPERANDS_RESTORED);
+            changes.remove_condition(conditions::blueprint::UPGRADE_READY);
             BlueprintPhase::Pending
         }
     };
@@ -243,7 +246,16 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
         _ => {}
     }
     let mut approved = None;
+    let mut accepted = Vec::new();
     if !started {
+        match readiness::judge(input, &mut changes, validation, &current) {
+            readiness::Readiness::Go(names) => accepted = names,
+            readiness::Readiness::Held(message) => {
+                let standing =
+                    Standing::new(BlueprintPhase::Pending, waiting, Stage::Blocked(message));
+                return changes.show(standing, None, RETRY);
+            }
+        }
         let request = approval::request(input, &current, apply_plan(input, &current));
         match approval::gate(input, &current, request, &mut changes) {
             Gate::Preview(request) => return Outcome::Check(Need::Preview(request)),
@@ -271,6 +283,7 @@ fn in_progress(input: &Input<'_>, mut changes: Changes, current: RevisionRecord)
         record.started_time = Some(Time(input.now));
         record.plan = input.facts.plan_digest.clone();
         record.approved_plan = approved;
+        record.accepted_findings = accepted;
         if let Validation::Ready {
             verified_by,
             image_rewrites,

@@ -377,10 +377,12 @@ async fn operands(
         applier: ctx.manager,
         key: ctx.key,
     };
-    Ok(Some(match keeper.restore(blueprint, *revision, true).await? {
-        Ok(summary) => summary,
-        Err(refusal) => refusal.message,
-    }))
+    Ok(Some(
+        match keeper.restore(blueprint, *revision, true).await? {
+            Ok(summary) => summary,
+            Err(refusal) => refusal.message,
+        },
+    ))
 }
 
 /// An object that cannot be read or dry-run (its kind is not served yet, or it is listed only

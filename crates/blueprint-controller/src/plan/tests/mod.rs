@@ -84,6 +84,7 @@ impl World {
                 verified_by: Vec::new(),
                 image_rewrites: Vec::new(),
                 withdrawn: None,
+                findings: Vec::new(),
             },
             rollback_source: Ok(()),
             placement: "as installer".into(),
@@ -231,6 +232,9 @@ impl World {
             }
             if let Some(approved_plan) = &b.approved_plan {
                 self.spec.approved_plan = approved_plan.clone();
+            }
+            if let Some(accepted) = &b.accepted_findings {
+                self.spec.accepted_findings = accepted.clone().unwrap_or_default();
             }
             self.generation += 1;
         }

@@ -172,3 +172,72 @@ fn a_completed_upgrade_rehearses_its_rollback_and_a_refused_request_keeps_its_ow
         reasons::blueprint::OWNED_APIS_NOT_SERVED
     ));
 }
+
+#[test]
+fn an_upgrade_with_findings_waits_until_each_is_accepted_by_name_and_records_them() {
+    let mut world = World::installed(&["1.0.0"]);
+    let finding = |name: &str| windlass_preview::readiness::Finding {
+        name: name.into(),
+        kind: windlass_preview::readiness::FindingKind::DisruptionBudget,
+        message: format!("{name} allows no disruption"),
+    };
+    let ready = |findings: Vec<windlass_preview::readiness::Finding>| Validation::Ready {
+        kept_crds: Vec::new(),
+        verified_by: Vec::new(),
+        image_rewrites: Vec::new(),
+        withdrawn: None,
+        findings,
+    };
+    world.validation = ready(vec![
+        finding("PodDisruptionBudget/team-a/a"),
+        finding("MinKubeVersion"),
+    ]);
+    world.subscribe_to("1.1.0");
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Pending);
+    assert!(
+        world.record(2).started_time.is_none(),
+        "held before anything applies"
+    );
+    let held = world
+        .condition(conditions::blueprint::UPGRADE_READY)
+        .unwrap()
+        .clone();
+    assert_eq!(held.status, ConditionStatus::False);
+    assert_eq!(held.reason, reasons::blueprint::FINDINGS_NOT_ACCEPTED);
+    assert!(
+        held.message.contains("\"PodDisruptionBudget/team-a/a\"")
+            && held.message.contains("acceptedFindings"),
+        "{}",
+        held.message
+    );
+    // One accepted, the other still holds it.
+    world.spec.accepted_findings = vec!["MinKubeVersion".into()];
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Pending);
+    world
+        .spec
+        .accepted_findings
+        .push("PodDisruptionBudget/team-a/a".into());
+    world.settle();
+    assert_eq!(world.phase(), BlueprintPhase::Installing);
+    assert!(world.condition_is(
+        conditions::blueprint::UPGRADE_READY,
+        ConditionStatus::True,
+        reasons::blueprint::UPGRADE_READY
+    ));
+    assert_eq!(
+        world.record(2).accepted_findings,
+        ["PodDisruptionBudget/team-a/a", "MinKubeVersion"]
+    );
+    // A first install is not an upgrade: nothing to be ready for.
+    let mut fresh = World::new();
+    fresh.validation = ready(vec![finding("MinKubeVersion")]);
+    fresh.settle();
+    assert_eq!(fresh.phase(), BlueprintPhase::Installing);
+    assert!(
+        fresh
+            .condition(conditions::blueprint::UPGRADE_READY)
+            .is_none()
+    );
+}

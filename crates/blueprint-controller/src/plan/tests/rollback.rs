@@ -54,6 +54,7 @@ fn a_failed_csv_is_rolled_back_from_the_stored_revision_and_not_retried() {
         verified_by: vec![],
         image_rewrites: vec![],
         withdrawn: None,
+        findings: Vec::new(),
     };
     let applying = world.reconcile();
     let Action::Apply(plan) = &applying.action else {

@@ -19,6 +19,7 @@ fn first_install_records_the_revision_then_applies_then_completes() {
             old_cluster_service_version_name: None,
             approved: Some(false),
             approved_plan: Some(None),
+            accepted_findings: Some(None),
         })
     );
     assert_eq!(
@@ -272,6 +273,7 @@ fn unsafe_crds_block_the_plan_without_starting_the_clock() {
         verified_by: vec![],
         image_rewrites: vec![],
         withdrawn: None,
+        findings: Vec::new(),
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -331,6 +333,7 @@ fn tampered_content_is_never_applied_and_never_rolled_back_from() {
         verified_by: vec![],
         image_rewrites: vec![],
         withdrawn: None,
+        findings: Vec::new(),
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -581,6 +584,7 @@ fn a_signature_refusal_holds_the_install_and_the_keys_that_signed_are_recorded_o
         verified_by: vec!["p/a".into()],
         image_rewrites: vec![],
         withdrawn: None,
+        findings: Vec::new(),
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -616,6 +620,7 @@ fn the_images_taken_from_mirrors_are_recorded_on_the_revision_once_it_runs() {
         verified_by: vec![],
         image_rewrites: rewrites.clone(),
         withdrawn: None,
+        findings: Vec::new(),
     };
     world.settle();
     assert_eq!(world.phase(), BlueprintPhase::Installing);
@@ -630,6 +635,7 @@ fn the_images_taken_from_mirrors_are_recorded_on_the_revision_once_it_runs() {
         verified_by: vec![],
         image_rewrites: vec![],
         withdrawn: None,
+        findings: Vec::new(),
     };
     world.settle();
     assert_eq!(world.record(2).image_rewrites, rewrites);
