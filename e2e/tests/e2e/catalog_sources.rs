@@ -256,7 +256,7 @@ async fn registry_catalogs_are_read_and_outlive_an_unreachable_registry() {
         update.status.resolved_digest.as_deref(),
         Some(catalog_digest.as_str())
     );
-    assert_eq!(update.status.packages, Some(3));
+    assert_eq!(update.status.packages, Some(4));
 
     // A bundle image named as a catalog image is refused as invalid content, not served.
     let error = reader
@@ -375,11 +375,11 @@ async fn the_reconciler_serves_a_catalog_and_keeps_it_through_an_outage() {
     })
     .await;
     eprintln!(
-        "Catalog of 7 bundle images Serving {:?} after creation",
+        "Catalog of 10 bundle images Serving {:?} after creation",
         started.elapsed()
     );
     let status = serving.status.unwrap();
-    assert_eq!(status.packages, Some(3));
+    assert_eq!(status.packages, Some(4));
     assert_eq!(
         status.resolved_digest.as_deref(),
         Some(expected_digest.as_str())
@@ -444,7 +444,7 @@ async fn the_reconciler_serves_a_catalog_and_keeps_it_through_an_outage() {
         status.resolved_digest.as_deref(),
         Some(expected_digest.as_str())
     );
-    assert_eq!(status.packages, Some(3));
+    assert_eq!(status.packages, Some(4));
     assert_eq!(status.observed_generation, Some(3));
     let condition = find(&status.conditions, "Serving").unwrap();
     assert_eq!(condition.status, ConditionStatus::False);

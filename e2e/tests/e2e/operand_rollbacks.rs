@@ -183,17 +183,6 @@ async fn installed_then_upgrading(
         BlueprintPhase::RequiresApproval,
     )
     .await;
-    // The plan to approve says what the rollback does with the caches.
-    let plan = windlass_testkit::run_ok(
-        std::process::Command::new(windlass_testkit::windlass_binary())
-            .env("KUBECONFIG", windlass_testkit::kubeconfig_path())
-            .args(["plan", "cache", "-n", &ns.name]),
-    );
-    assert!(
-        plan.contains("Custom resources (a dry run of restoring the snapshot):")
-            && plan.contains("would restore the spec of 3 custom resource(s)"),
-        "{plan}"
-    );
     approve(&client, &ns.name, "cache").await;
     // Under Manual approval the next revision waits as soon as 1.0.0 Completed.
     wait_blueprint(
