@@ -205,13 +205,22 @@ async fn automatic_upgrade_follows_the_channel_and_rolls_the_deployment_in_place
         .unwrap();
     let mut names: Vec<String> = secrets.items.iter().map(|s| s.name_any()).collect();
     names.sort();
-    assert_eq!(names, ["db.r1", "db.r2"]);
-    assert!(
-        secrets
-            .items
-            .iter()
-            .all(|s| s.type_.as_deref() == Some(revision_secret::TYPE))
-    );
+    // One revision Secret per revision, and the upgrade's snapshot of the Databases that ran
+    // before it (none here, still recorded) next to its revision.
+    assert_eq!(names, ["db.r1", "db.r2", "db.r2.operands.0"]);
+    for secret in &secrets.items {
+        let expected = if secret.name_any().contains(".operands.") {
+            windlass_api::names::operands_secret::TYPE
+        } else {
+            revision_secret::TYPE
+        };
+        assert_eq!(
+            secret.type_.as_deref(),
+            Some(expected),
+            "{}",
+            secret.name_any()
+        );
+    }
 }
 
 /// Given approval Manual, the Blueprint waits in RequiresApproval with nothing installed until

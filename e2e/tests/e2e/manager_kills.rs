@@ -345,8 +345,9 @@ async fn killing_the_manager_at_random_moments_always_converges() {
             meta.name.as_deref().unwrap_or_default()
         );
     }
+    // Revision Secrets only (operand snapshots carry another label).
     let secrets = Api::<Secret>::namespaced(client.clone(), &ns.name)
-        .list(&ListParams::default().labels("windlass.dev/blueprint=db"))
+        .list(&ListParams::default().labels("windlass.dev/blueprint=db,windlass.dev/revision"))
         .await
         .unwrap();
     let stored: BTreeSet<String> = secrets.items.iter().map(|s| s.name_any()).collect();

@@ -123,15 +123,42 @@ async fn an_upgrade_under_a_budget_that_allows_no_eviction_waits_for_its_accepta
         "nothing of 1.0.1 applied"
     );
 
-    // The namespace's user accepts it by name, as the condition says.
-    Api::<Blueprint>::namespaced(client.clone(), &ns.name)
-        .patch(
+    // A name nothing reports is refused; the namespace's user accepts the finding by name.
+    let windlass = || {
+        let mut command = std::process::Command::new(windlass_testkit::windlass_binary());
+        command.env("KUBECONFIG", windlass_testkit::kubeconfig_path());
+        command
+    };
+    let wrong = windlass()
+        .args([
+            "approve",
             "db",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"acceptedFindings": [finding]}})),
-        )
-        .await
+            "-n",
+            &ns.name,
+            "--accept",
+            "PodDisruptionBudget/elsewhere/x",
+        ])
+        .output()
         .unwrap();
+    let said = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success(), "an unknown finding is refused");
+    assert!(
+        said.contains("reports no UpgradeReady finding named \"PodDisruptionBudget/elsewhere/x\""),
+        "{said}"
+    );
+    assert!(
+        Api::<Blueprint>::namespaced(client.clone(), &ns.name)
+            .get("db")
+            .await
+            .unwrap()
+            .spec
+            .accepted_findings
+            .is_empty(),
+        "nothing accepted"
+    );
+    windlass_testkit::run_ok(
+        windlass().args(["approve", "db", "-n", &ns.name, "--accept", &finding]),
+    );
     let upgraded = wait_blueprint(&client, &ns.name, "db", "1.0.1 Succeeded", TIMEOUT, |b| {
         is_at(b, BlueprintPhase::Succeeded, "1.0.1")
     })

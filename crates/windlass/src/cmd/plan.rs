@@ -45,12 +45,73 @@ pub struct ApproveArgs {
     /// Approve only if the plan is this one (`sha256:...`, as `windlass plan` printed it).
     #[arg(long)]
     pub plan: Option<String>,
+    /// Accept an `UpgradeReady` finding by the name its condition gives (repeatable): the
+    /// upgrade goes ahead despite it, and its history records it. Works under Automatic
+    /// approval too, where nothing else is approved.
+    #[arg(long = "accept", value_name = "FINDING")]
+    pub accept: Vec<String>,
     /// Wait until the approved revision Completed or failed, printing each phase.
     #[arg(long)]
     pub wait: bool,
     /// How long `--wait` waits, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
+}
+
+/// Adds `names` to the Blueprint's `spec.acceptedFindings`, each one a finding its
+/// `UpgradeReady` condition names now (anything else is refused: accepting a name nothing
+/// reports would wave through whatever reports it later).
+async fn accept_findings(
+    blueprints: &Api<Blueprint>,
+    blueprint: &Blueprint,
+    names: &[String],
+) -> anyhow::Result<()> {
+    let name = blueprint.name_any();
+    let ready = blueprint.status.as_ref().and_then(|s| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == windlass_api::names::conditions::blueprint::UPGRADE_READY)
+    });
+    let said = ready.map(|c| c.message.as_str()).unwrap_or_default();
+    let unknown: Vec<&String> = names
+        .iter()
+        .filter(|n| !said.contains(&format!("{n:?}")))
+        .collect();
+    if !unknown.is_empty() {
+        bail!(
+            "Blueprint {name} reports no UpgradeReady finding named {}; its condition says: {}",
+            unknown
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if said.is_empty() {
+                "(no UpgradeReady condition)"
+            } else {
+                said
+            }
+        );
+    }
+    let mut accepted = blueprint.spec.accepted_findings.clone();
+    for n in names {
+        if !accepted.contains(n) {
+            accepted.push(n.clone());
+        }
+    }
+    let patch = json!({ "spec": { "acceptedFindings": accepted } });
+    blueprints
+        .patch(
+            &name,
+            &PatchParams {
+                field_manager: Some(CLI_FIELD_MANAGER.into()),
+                ..Default::default()
+            },
+            &Patch::Merge(&patch),
+        )
+        .await
+        .with_context(|| format!("accepting findings on Blueprint {name}"))?;
+    println!("Accepted on {name}: {}", names.join(", "));
+    Ok(())
 }
 
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
@@ -178,6 +239,16 @@ async fn approve_async(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     let name = blueprint.name_any();
     let namespace = &args.target.namespace;
     let status = blueprint.status.clone().unwrap_or_default();
+    if !args.accept.is_empty() {
+        accept_findings(&blueprints, &blueprint, &args.accept).await?;
+        let waiting = status
+            .preview
+            .as_ref()
+            .is_some_and(|p| p.revision == blueprint.spec.revision);
+        if !waiting {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let Some(preview) = status
         .preview
         .clone()

@@ -48,12 +48,17 @@ pub(super) fn judge(
         return Readiness::Go(accepted);
     }
     let names: Vec<String> = left.iter().map(|f| format!("{:?}", f.name)).collect();
+    let flags: Vec<String> = left
+        .iter()
+        .map(|f| format!("--accept {}", f.name))
+        .collect();
     let message = format!(
-        "{}. To go ahead anyway, accept each by name: kubectl patch blueprint {} --type merge \
-         -p '{{\"spec\":{{\"acceptedFindings\":[{}]}}}}'",
+        "{}. To go ahead anyway, accept each by name: windlass approve {} {} (or set \
+         spec.acceptedFindings: [{}] on the Blueprint)",
         readiness::summary(&left),
         input.name,
-        names.join(",")
+        flags.join(" "),
+        names.join(", ")
     );
     changes.set_condition(
         conditions::blueprint::UPGRADE_READY,
