@@ -43,6 +43,9 @@ enum Command {
     Rollback(cmd::lifecycle::RollbackArgs),
     /// Hand a Subscription's target back to windlass after a manual rollback.
     Resume(cmd::lifecycle::Target),
+    /// Where a Subscription's install stands: phase, conditions, revisions, and the edits of
+    /// what windlass manages that it put back recently.
+    Status(cmd::lifecycle::Target),
     /// Show the plan a Subscription's pending revision brings: objects created, changed and
     /// deleted (field by field), permissions and images that change, CRD verdicts.
     Plan(cmd::plan::PlanArgs),
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Hub(args) => cmd::hub::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),
+        Command::Status(args) => cmd::status::status(args),
         Command::Plan(args) => cmd::plan::plan(args),
         Command::Approve(args) => cmd::plan::approve(args),
         Command::Sign(args) => cmd::trust::sign(args),

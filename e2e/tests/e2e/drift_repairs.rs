@@ -104,6 +104,18 @@ async fn a_repaired_edit_is_told_by_field_and_manager_and_ignored_fields_stay() 
         !message.contains("replicas"),
         "replicas are left to people: {message}"
     );
+    // `windlass status` shows it with the rest of the install.
+    let status = windlass_testkit::run_ok(
+        std::process::Command::new(windlass_testkit::windlass_binary())
+            .env("KUBECONFIG", windlass_testkit::kubeconfig_path())
+            .args(["status", "db", "-n", &ns.name]),
+    );
+    assert!(
+        status.contains(&format!("Blueprint {}/db: Succeeded at 1.0.0", ns.name))
+            && status.contains("Edits windlass put back (newest first):")
+            && status.contains(&message),
+        "{status}"
+    );
     let live = serde_json::to_value(deployments.get("acme-db-operator").await.unwrap()).unwrap();
     assert_eq!(live["spec"]["replicas"], 3, "the person's replicas stand");
     assert_eq!(

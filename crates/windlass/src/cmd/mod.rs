@@ -19,5 +19,6 @@ pub mod plan;
 pub mod release;
 pub mod release_graph;
 pub mod release_registry;
+pub mod status;
 pub mod trust;
 pub mod upgrade;
