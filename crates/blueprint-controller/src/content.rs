@@ -753,7 +753,7 @@ async fn existing_objects(
 
 /// Lists `api`, waiting a little while the API server is still refusing: a grant written just
 /// before reaches the authorizer through aggregation and its informers, within moments.
-async fn list_when_allowed(
+pub(crate) async fn list_when_allowed(
     api: &Api<DynamicObject>,
 ) -> Result<kube::core::ObjectList<DynamicObject>, kube::Error> {
     const PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);

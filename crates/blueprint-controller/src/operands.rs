@@ -622,7 +622,7 @@ async fn list_live(
     let mut objects = Vec::new();
     for scope in scopes {
         let api = api_for(client, kind, scope);
-        let list = list_when_allowed(&api)
+        let list = content::list_when_allowed(&api)
             .await
             .map_err(|source| Error::Read {
                 what: format!(
@@ -652,23 +652,6 @@ fn api_for(client: &Client, kind: &OperandKind, namespace: Option<&str>) -> Api<
             Api::namespaced_with(client.clone(), namespace, &resource)
         }
         _ => Api::all_with(client.clone(), &resource),
-    }
-}
-
-/// Lists, waiting a little while the API server still refuses: the grant just written
-/// reaches the authorizer through aggregation within moments.
-async fn list_when_allowed(
-    api: &Api<DynamicObject>,
-) -> Result<kube::core::ObjectList<DynamicObject>, kube::Error> {
-    const PATIENCE: Duration = Duration::from_secs(10);
-    let started = Instant::now();
-    loop {
-        match api.list(&ListParams::default()).await {
-            Err(kube::Error::Api(status)) if status.code == 403 && started.elapsed() < PATIENCE => {
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-            result => return result,
-        }
     }
 }
 
