@@ -52,6 +52,7 @@ E2E_MODULES ?=
 e2e: ## End-to-end tests against the local control plane (starts it and the manager if needed)
 	$(E2E)/prerequisites.sh test
 	$(E2E)/build-tools.sh cosign
+	$(E2E)/build-tools.sh oc
 	$(CARGO) build --workspace --all-targets
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/debug/windlass CARGO=$(CARGO) $(E2E)/with-cluster.sh $(E2E)/e2e-tests.sh $(E2E_MODULES)
 
@@ -83,20 +84,26 @@ rbac: build ## Regenerate the manager's RBAC in config/rbac and the Helm chart f
 admission: build ## Regenerate the admission policies in config/admission and the Helm chart from crates/api/src/bin/admissiongen.rs
 	$(TARGET_DIR)/debug/admissiongen config/admission config/helm/windlass/templates
 
+.PHONY: openshift-api
+openshift-api: ## Copy OpenShift's ClusterVersion/ClusterOperator CRDs and capability sets from the pinned github.com/openshift/api module
+	$(E2E)/openshift-api.sh
+
 # What the generators write; `make verify` fails when regenerating changes any of it.
 GENERATED := config/crd config/helm/windlass/crds config/rbac/cluster_role.yaml config/rbac/role.yaml \
+	config/rbac/openshift_role.yaml config/helm/windlass/templates/clusterrole-openshift.yaml \
 	config/rbac/view_role.yaml config/rbac/package_reader_role.yaml \
 	config/helm/windlass/templates/clusterrole.yaml config/helm/windlass/templates/role.yaml \
 	config/helm/windlass/templates/clusterrole-view.yaml \
 	config/helm/windlass/templates/clusterrole-package-reader.yaml \
 	config/helm/windlass/templates/clusterrole-custom-resources.yaml \
-	config/admission config/helm/windlass/templates/admission-policies.yaml
+	config/admission config/helm/windlass/templates/admission-policies.yaml \
+	config/openshift crates/release/data config/helm/windlass/templates/openshift-crds.yaml
 
 .PHONY: verify
-verify: lint crds rbac admission ## lint, then regenerate CRDs, RBAC and admission policies and fail if that changed a checked-in file
+verify: lint crds rbac admission openshift-api ## lint, then regenerate CRDs, RBAC, admission policies and the OpenShift API copies and fail if that changed a checked-in file
 	@if ! git diff --exit-code --stat -- $(GENERATED) || [[ -n "$$(git status --porcelain -- $(GENERATED))" ]]; then \
 	  git status --short -- $(GENERATED); \
-	  echo "generated files differ from their sources: run 'make crds rbac admission' and commit the result" >&2; exit 1; \
+	  echo "generated files differ from their sources: run 'make crds rbac admission openshift-api' and commit the result" >&2; exit 1; \
 	fi
 
 .PHONY: bench-e2e

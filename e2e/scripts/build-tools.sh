@@ -2,9 +2,10 @@
 # Builds the pinned control-plane binaries (kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubectl, etcd, kwok, helm) from the Go module proxy into the version cache.
 # Each binary is built only when missing, so this is a no-op on a warm machine.
-# Usage: build-tools.sh [all|kubernetes|etcd|kwok|helm|cosign]; `all` (the default) leaves out
-# cosign, which only the signature tests need: `build-tools.sh cosign` builds it and a registry
-# that serves the OCI referrers API (about 2 minutes and 2.3 GB of module cache the first time).
+# Usage: build-tools.sh [all|kubernetes|etcd|kwok|helm|cosign|oc]; `all` (the default) leaves
+# out cosign, which only the signature tests need: `build-tools.sh cosign` builds it and a
+# registry that serves the OCI referrers API (about 2 minutes and 2.3 GB of module cache the
+# first time), and oc, which only the OpenShift API tests need (about 4 minutes).
 source "$(dirname "$0")/lib.sh"
 
 only="${1:-all}"
@@ -52,4 +53,28 @@ fi
 if [[ "$only" == cosign ]]; then
   build cosign cosign github.com/sigstore/cosign/v3/cmd/cosign "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION"
   build cosign referrers-registry ./referrers-registry "-s -w"
+fi
+if [[ "$only" == oc ]]; then
+  bin_dir="$(tool_dir oc)"
+  exec 9>"$WINDLASS_CACHE/.build-oc.lock"
+  flock 9
+  if [[ ! -x "$bin_dir/oc" ]]; then
+    # oc's go.mod has replace directives, which apply only to the main module: it is built as
+    # one, from its module source as the proxy serves it (without the vendor tree it names).
+    log "building oc from github.com/openshift/oc@$OC_VERSION (cached afterwards in $bin_dir)"
+    start=$SECONDS
+    source_dir=$(cd "$E2E_DIR/tools/openshift" && go mod download -json "github.com/openshift/oc@$OC_VERSION" \
+      | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [[ -n "$source_dir" ]] || die "could not download github.com/openshift/oc@$OC_VERSION from the Go module proxy"
+    work=$(mktemp -d)
+    cp -r "$source_dir/." "$work/" && chmod -R u+w "$work" && rm -rf "$work/vendor"
+    mkdir -p "$bin_dir"
+    (cd "$work" && CGO_ENABLED=0 go build -mod=mod -trimpath -tags containers_image_openpgp \
+      -ldflags "-s -w" -o "$bin_dir/oc.partial.$$" ./cmd/oc) \
+      || { rm -rf "$work"; die "building oc failed (see the Go output above)"; }
+    rm -rf "$work"
+    mv "$bin_dir/oc.partial.$$" "$bin_dir/oc"
+    log "built oc in $((SECONDS - start)) s"
+  fi
+  exec 9>&-
 fi

@@ -7,9 +7,9 @@
 # tests/e2e/main.rs declares); extra libtest arguments go in WINDLASS_TEST_ARGS.
 source "$(dirname "$0")/lib.sh"
 cargo="${CARGO:-cargo}"
-# The pinned cosign for the signature tests, also when the running cluster predates it on
-# WINDLASS_TOOLS_PATH.
-export PATH="$(tool_dir cosign):$PATH"
+# The pinned cosign for the signature tests and oc for the OpenShift API tests, also when the
+# running cluster predates them on WINDLASS_TOOLS_PATH.
+export PATH="$(tool_dir cosign):$(tool_dir oc):$PATH"
 read -r -a test_args <<<"${WINDLASS_TEST_ARGS:---test-threads=4}"
 
 mapfile -t all < <(sed -n 's/^mod \([a-z0-9_]*\);$/\1/p' "$E2E_DIR/tests/e2e/main.rs" | grep -vx common)

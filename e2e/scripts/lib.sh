@@ -10,6 +10,10 @@ KWOK_VERSION="v0.8.0"
 HELM_VERSION="v4.3.1"
 # Only the signature tests need cosign; `make tools` leaves it out, `make e2e` builds it.
 COSIGN_VERSION="v3.1.3"
+# OpenShift's CLI, for the tests that drive the OpenShift ClusterVersion API with `oc adm
+# upgrade`; `make e2e` builds it. The module has no tagged release the Go module proxy serves,
+# so a commit of its master branch (January 2025) is pinned.
+OC_VERSION="v0.0.0-alpha.0.0.20250108103617-ae1bd9e4a75b"
 
 # Built binaries are cached by tool and version outside the checkout, so a second start takes
 # seconds and bumping one tool rebuilds only that tool.
@@ -21,20 +25,22 @@ tool_dir() { # kubernetes|etcd|kwok|helm|cosign
     kwok) echo "$WINDLASS_CACHE/kwok-$KWOK_VERSION/bin" ;;
     helm) echo "$WINDLASS_CACHE/helm-$HELM_VERSION/bin" ;;
     cosign) echo "$WINDLASS_CACHE/cosign-$COSIGN_VERSION/bin" ;;
+    oc) echo "$WINDLASS_CACHE/oc-${OC_VERSION##*-}/bin" ;;
     *) die "unknown tool $1" ;;
   esac
 }
 # The directories to put on PATH so that kubectl, helm and cosign are the pinned ones.
-tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm):$(tool_dir cosign)"; }
+tools_path() { echo "$(tool_dir kubernetes):$(tool_dir etcd):$(tool_dir kwok):$(tool_dir helm):$(tool_dir cosign):$(tool_dir oc)"; }
 # Every binary build-tools.sh builds, as tool:binary. `all` is what `make tools` builds.
 TOOL_BINARIES=(kubernetes:kube-apiserver kubernetes:kube-controller-manager kubernetes:kube-scheduler
   kubernetes:kubectl etcd:etcd kwok:kwok helm:helm)
 COSIGN_BINARIES=(cosign:cosign cosign:referrers-registry)
+OC_BINARIES=(oc:oc)
 # The binaries of a tool (or of TOOL_BINARIES for `all`) not built yet (none on a warm machine).
-missing_tools() { # [all|kubernetes|etcd|kwok|helm|cosign]
+missing_tools() { # [all|kubernetes|etcd|kwok|helm|cosign|oc]
   local only="${1:-all}" pair
-  for pair in "${TOOL_BINARIES[@]}" "${COSIGN_BINARIES[@]}"; do
-    if [[ "$only" == all && "$pair" == cosign:* ]] || [[ "$only" != all && "${pair%%:*}" != "$only" ]]; then
+  for pair in "${TOOL_BINARIES[@]}" "${COSIGN_BINARIES[@]}" "${OC_BINARIES[@]}"; do
+    if [[ "$only" == all && ( "$pair" == cosign:* || "$pair" == oc:* ) ]] || [[ "$only" != all && "${pair%%:*}" != "$only" ]]; then
       continue
     fi
     [[ -x "$(tool_dir "${pair%%:*}")/${pair#*:}" ]] || echo "${pair#*:}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # (Re)starts the windlass manager against the local control plane, out of cluster, with the
 # windlass CRDs applied first. The manager is stopped by cluster-down. Usage: manager-restart.sh BIN
+# WINDLASS_MANAGER_ARGS adds flags (`--release-api=openshift` for the OpenShift API tests).
 source "$(dirname "$0")/lib.sh"
 bin="${1:?usage: manager-restart.sh PATH-TO-windlass-BINARY}"
 [[ -x "$bin" ]] || die "$bin is not built (cargo build -p windlass)"
@@ -58,7 +59,7 @@ done
 metrics_port=$(free_port); health_port=$(free_port "$metrics_port")
 # As the Helm chart does: two malloc arenas keep the manager's memory down (see the chart).
 MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" setsid "$bin" manager --kubeconfig "$manager_kubeconfig" --namespace "$manager_namespace" --log-level "${WINDLASS_LOG:-info,kube=warn}" \
-  --metrics-bind-address "127.0.0.1:$metrics_port" --health-probe-bind-address "127.0.0.1:$health_port" \
+  --metrics-bind-address "127.0.0.1:$metrics_port" --health-probe-bind-address "127.0.0.1:$health_port" ${WINDLASS_MANAGER_ARGS:-} \
   >>"$STATE_DIR/logs/manager.log" 2>&1 </dev/null &
 echo $! >"$pid_file"
 echo "WINDLASS_MANAGER_METRICS=127.0.0.1:$metrics_port" >"$STATE_DIR/manager.env"

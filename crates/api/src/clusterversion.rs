@@ -89,6 +89,93 @@ pub struct ClusterVersionSpec {
     /// `unmanaged: true` is neither applied, waited on, nor put back when it drifts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<ComponentOverride>,
+    /// Which optional components the cluster runs, as OpenShift's
+    /// `spec.capabilities`: manifests annotated `capability.openshift.io/name` are applied only
+    /// when every capability they name is enabled. Without it every capability is enabled.
+    /// An enabled capability stays enabled through later updates and spec changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<CapabilitiesSpec>,
+    /// The cluster profile manifests are chosen for (`include.release.openshift.io/<profile>`);
+    /// `self-managed-high-availability` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub profile: Option<String>,
+    /// How long a ClusterOperator may report `Degraded=True` or `Available=False` before the
+    /// cluster is `Failing` naming it (default 600): operators go degraded for moments while
+    /// they roll out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub operator_grace_seconds: Option<i64>,
+}
+
+/// The pre-update readiness report of one release.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseReadiness {
+    pub version: String,
+    pub image: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<ReadinessFinding>,
+}
+
+/// One thing that would block or break an update.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadinessFinding {
+    /// What `acceptRisks` names to accept it (`PodDisruptionBudget/<ns>/<name>`,
+    /// `CriticalAlert/<alert>`, `APINoLongerServed/<crd>/<version>`,
+    /// `ClusterOperatorUpgradeable-<name>`, `AdminAckRequired`).
+    pub name: String,
+    /// `DisruptionBudget`, `CriticalAlert`, `ApiNoLongerServed`, `NotUpgradeable`, ...
+    pub kind: String,
+    pub message: String,
+    /// Whether `acceptRisks` accepts it.
+    #[serde(default)]
+    pub accepted: bool,
+}
+
+/// The capabilities asked for: a named baseline set plus more by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilitiesSpec {
+    /// `None`, `v4.11` ... `vCurrent` (OpenShift's sets); `vCurrent` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_capability_set: Option<String>,
+    /// Capabilities enabled on top of the baseline set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_enabled_capabilities: Vec<String>,
+}
+
+/// The capabilities in effect.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilitiesStatus {
+    /// Enabled now: never shrinks, whatever the spec later says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub enabled_capabilities: Vec<String>,
+    /// Every capability windlass knows by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub known_capabilities: Vec<String>,
+}
+
+/// One ClusterOperator of the cluster, as the verdict on the release read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorSummary {
+    pub name: String,
+    /// The `operator` version the ClusterOperator reports.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    /// `True`, `False` or `Unknown` (also when the condition is missing).
+    pub available: String,
+    pub degraded: String,
+    pub progressing: String,
+    /// The message of the condition that is not as it should be, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// Since when the operator has been Degraded=True or Available=False.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhealthy_since: Option<Time>,
 }
 
 /// Where `PromQL` risks are evaluated: `GET <url>/api/v1/query?query=...` of the Prometheus
@@ -214,6 +301,16 @@ pub struct ClusterVersionStatus {
     /// Updates recommended only where their risks do not apply (or are accepted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditional_updates: Vec<ConditionalRelease>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<CapabilitiesStatus>,
+    /// What the cluster said about the last update asked for before it started: each finding
+    /// by the name `spec.desiredUpdate.acceptRisks` accepts it by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<ReleaseReadiness>,
+    /// The cluster's ClusterOperators (where the cluster serves that API), whose health is part
+    /// of the release's `Available` and `Failing`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<OperatorSummary>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::condition::conditions_schema")]
     pub conditions: Vec<Condition>,

@@ -19,6 +19,7 @@ pub mod config;
 pub mod csv;
 pub mod mirror;
 pub mod names;
+pub mod openshift;
 pub mod package;
 pub mod policy;
 pub mod scope;

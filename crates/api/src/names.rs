@@ -94,7 +94,26 @@ pub fn custom_resource_keeper(crd: &str) -> String {
 }
 
 /// Annotations windlass reads or writes.
+/// With `--release-api=openshift`: the ConfigMap of the manager's namespace that holds the
+/// progress OpenShift's ClusterVersion status has no field for (levels, timings, the release
+/// held back), so a restarted manager resumes where it was.
+pub const RELEASE_STATE_CONFIG_MAP: &str = "windlass-release-state";
+/// The data key of [`RELEASE_STATE_CONFIG_MAP`].
+pub const RELEASE_STATE_KEY: &str = "status.json";
+/// The CVO's admin gates: a ConfigMap of the manager's namespace whose keys
+/// (`ack-<version>-<name>`) name acknowledgements a minor update to `<version>` needs, each
+/// value the message shown until it is given.
+pub const ADMIN_GATES_CONFIG_MAP: &str = "admin-gates";
+/// The acknowledgements cluster admins give: the same keys, set to `"true"`.
+pub const ADMIN_ACKS_CONFIG_MAP: &str = "admin-acks";
+
 pub mod annotations {
+    /// On OpenShift's ClusterVersion (`--release-api=openshift`): windlass's own settings that
+    /// OpenShift's spec has no field for, as the JSON of a windlass ClusterVersion spec
+    /// (`{"profile": "single-node-developer", "rollback": {"automatic": true}, ...}`). What
+    /// OpenShift's spec does have (`desiredUpdate`, `upstream`, `channel`, `capabilities`,
+    /// `overrides`) is always read from OpenShift's fields.
+    pub const WINDLASS_SPEC: &str = "windlass.dev/spec";
     /// Set to `true` on a Blueprint by `windlass resume`: hand the target back to the catalog.
     pub const RESUME: &str = "windlass.dev/resume";
     /// On a ClusterServiceVersion: the Blueprint revision that last applied it. The CSV's
@@ -359,6 +378,24 @@ pub mod reasons {
         pub const APPLY_FAILED: &str = "ApplyFailed";
         pub const AS_EXPECTED: &str = "AsExpected";
         pub const COMPLETED: &str = "Completed";
+        /// A ClusterOperator has reported Degraded=True for longer than the grace.
+        pub const CLUSTER_OPERATOR_DEGRADED: &str = "ClusterOperatorDegraded";
+        /// A ClusterOperator has reported Available=False for longer than the grace.
+        pub const CLUSTER_OPERATOR_NOT_AVAILABLE: &str = "ClusterOperatorNotAvailable";
+        /// Several ClusterOperators are unhealthy.
+        pub const CLUSTER_OPERATORS_UNHEALTHY: &str = "ClusterOperatorsDegraded";
+        /// A minor update waits for an acknowledgement in `admin-acks`.
+        pub const ADMIN_ACK_REQUIRED: &str = "AdminAckRequired";
+        /// `admin-gates` or `admin-acks` cannot be read as the CVO defines them.
+        pub const ADMIN_GATES_INVALID: &str = "AdminGatesInvalid";
+        /// `spec.capabilities` names a set or capability windlass does not know.
+        pub const INVALID_CAPABILITIES: &str = "InvalidCapabilities";
+        /// OpenShift's ClusterVersion carries a `windlass.dev/spec` annotation windlass cannot read.
+        pub const INVALID_SPEC: &str = "InvalidSpec";
+        /// The pre-update readiness report has findings `acceptRisks` does not accept.
+        pub const UPDATE_NOT_READY: &str = "UpdateNotReady";
+        /// Another update is still being applied; a new one starts only with `force`.
+        pub const UPDATE_IN_PROGRESS: &str = "UpdateInProgress";
     }
 
     /// The CVO's reasons for a conditional update's `Recommended` condition and each risk's

@@ -42,12 +42,16 @@
 //!   evaluated leaves its update not recommended, saying why.
 
 pub mod drift;
+mod inclusion;
 mod levels;
+pub mod openshift;
 mod payloads;
 mod preconditions;
 pub mod promql;
+pub mod readiness;
 mod record;
 pub mod rollback;
+mod signals;
 mod store;
 mod update;
 pub mod updates;
@@ -55,12 +59,14 @@ pub mod verify;
 
 use std::{collections::HashMap, future::Future, sync::Arc, sync::Mutex, time::Duration};
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
 use kube::{
-    Api, Client, ResourceExt,
+    Api, Client, Resource, ResourceExt,
     runtime::{controller::Action, watcher},
 };
 use windlass_api::{ClusterVersion, names::controllers};
+
+pub use openshift::ReleaseApi;
 use windlass_bundle::FileTree;
 use windlass_kit::{
     Applier, Identities, Metrics, ReconcileError, Scope, Shell, Stage, TrustGate, runner,
@@ -131,12 +137,28 @@ pub struct Context {
     pub update_checks: updates::CheckTimer,
     /// Watches the applied payload's objects and wakes the reconcile when one drifts.
     pub drift: drift::DriftWatch,
+    /// Which ClusterVersion kind is read and written.
+    pub api: ReleaseApi,
 }
 
 impl Context {
     /// The Secrets of the manager's namespace (stored payloads).
     pub fn secrets(&self) -> Api<Secret> {
         Api::namespaced(self.shell.client.clone(), &self.namespace)
+    }
+
+    /// The ConfigMaps of the manager's namespace (admin gates and acks, kept state).
+    pub fn config_maps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.shell.client.clone(), &self.namespace)
+    }
+
+    /// What Events about `version` are reported on: the object of the API being served.
+    pub fn object_ref(&self, version: &ClusterVersion) -> ObjectReference {
+        let mut reference = version.object_ref(&());
+        if self.api == ReleaseApi::OpenShift {
+            reference.api_version = Some(windlass_api::openshift::API_VERSION.to_string());
+        }
+        reference
     }
 }
 
@@ -146,6 +168,8 @@ pub struct Options {
     pub release_account_name: String,
     /// The manager's signature checks, shared with the other controllers.
     pub trust: Arc<TrustGate>,
+    /// The ClusterVersion API served.
+    pub api: ReleaseApi,
 }
 
 /// The release ServiceAccount's default name, in the manager's namespace.
@@ -191,7 +215,14 @@ pub async fn run(
         graphs: Mutex::default(),
         update_checks: updates::CheckTimer::new(drift.waker()),
         drift,
+        api: options.api,
     });
+    let signals = signals::start(&client, &ctx.namespace, &ctx.applier, ctx.drift.waker());
+    let _stop_signals = AbortOnDrop(signals);
+    if options.api == ReleaseApi::OpenShift {
+        run_openshift(client, ctx, drifted, shutdown).await;
+        return Ok(());
+    }
     let versions = Api::<ClusterVersion>::all(client);
     let results = runner::controller_for(versions, watcher::Config::default())
         .reconcile_all_on(drifted)
@@ -214,6 +245,62 @@ pub async fn run(
         );
     runner::drain(results).await;
     Ok(())
+}
+
+/// Stops the watches it holds when the controller stops.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// The controller over OpenShift's ClusterVersion: each reconcile decides on the windlass
+/// ClusterVersion it stands for ([`openshift`]).
+async fn run_openshift(
+    client: Client,
+    ctx: Arc<Context>,
+    drifted: impl futures::Stream<Item = ()> + Send + 'static,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let versions = Api::<windlass_api::openshift::ClusterVersion>::all(client);
+    let results = runner::controller_for(versions, watcher::Config::default())
+        .reconcile_all_on(drifted)
+        .graceful_shutdown_on(shutdown)
+        .run(
+            |version, ctx: Arc<Context>| async move {
+                if version.name_any() != windlass_api::clusterversion::CLUSTER_VERSION_NAME {
+                    tracing::warn!(name = %version.name_any(), "only the ClusterVersion named `version` is acted on");
+                    return Ok(Action::await_change());
+                }
+                let uid = version.uid().unwrap_or_default();
+                let kept = openshift::kept_status(&ctx.config_maps(), &uid)
+                    .await
+                    .map_err(|source| Error::Status { source })?;
+                let status = kept
+                    .unwrap_or_else(|| openshift::imported_status(version.status.as_ref()));
+                let spec = match openshift::spec_of(&version) {
+                    Ok(spec) => spec,
+                    Err(message) => {
+                        let windlass = openshift::as_windlass(&version, Default::default(), status);
+                        return record::refuse_spec(&ctx, &windlass, message).await;
+                    }
+                };
+                let windlass = Arc::new(openshift::as_windlass(&version, spec, status));
+                runner::observed(
+                    ctx.shell.metrics.as_ref(),
+                    version.as_ref(),
+                    Box::pin(reconcile(windlass, ctx.clone())),
+                )
+                .await
+            },
+            runner::error_policy,
+            ctx,
+        );
+    runner::drain(results).await;
 }
 
 /// How often a settled cluster is compared with its release even when no watch said anything

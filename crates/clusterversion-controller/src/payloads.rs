@@ -14,12 +14,14 @@ pub async fn load(
     ctx: &Context,
     reference: &str,
     plain_http: bool,
+    inclusion: &InclusionOptions,
 ) -> Result<Arc<Loaded>, (&'static str, String)> {
+    let for_cluster = cache_key(reference, inclusion);
     if let Some(loaded) = ctx
         .payloads
         .lock()
         .expect("payload cache poisoned")
-        .get(reference)
+        .get(&for_cluster)
     {
         return Ok(loaded.clone());
     }
@@ -29,7 +31,14 @@ pub async fn load(
             .await
             .map_err(|e| (reasons::PAYLOAD_INVALID, e))?;
         if let Some(files) = stored {
-            return plan(ctx, reference, reference.to_string(), files, true);
+            return plan(
+                ctx,
+                reference,
+                reference.to_string(),
+                files,
+                true,
+                inclusion,
+            );
         }
     }
     let options = RegistryOptions {
@@ -47,7 +56,16 @@ pub async fn load(
         .map(|(repo, _)| repo.to_string())
         .unwrap_or_else(|| repository_of_tag(reference));
     let image = format!("{repository}@{}", pulled.digest);
-    plan(ctx, reference, image, pulled.files, false)
+    plan(ctx, reference, image, pulled.files, false, inclusion)
+}
+
+/// A payload is planned for one cluster's profile and capabilities: the cache holds each plan
+/// under the reference and the options it was made for.
+fn cache_key(reference: &str, inclusion: &InclusionOptions) -> String {
+    format!(
+        "{reference}#{}",
+        serde_json::to_string(inclusion).expect("inclusion options serialize")
+    )
 }
 
 /// Reads and plans the files of payload `image`, and caches the result.
@@ -57,6 +75,7 @@ fn plan(
     image: String,
     files: windlass_bundle::FileTree,
     from_store: bool,
+    inclusion: &InclusionOptions,
 ) -> Result<Arc<Loaded>, (&'static str, String)> {
     let load = LoadOptions {
         release_image: Some(image.clone()),
@@ -64,7 +83,7 @@ fn plan(
     };
     let payload = Payload::from_tree(&files, &image, &load)
         .map_err(|e| (reasons::PAYLOAD_INVALID, e.to_string()))?;
-    let plan = payload.plan(&InclusionOptions::default());
+    let plan = payload.plan(inclusion);
     let loaded = Arc::new(Loaded {
         image: image.clone(),
         payload,
@@ -73,8 +92,14 @@ fn plan(
         from_store,
     });
     let mut cache = ctx.payloads.lock().expect("payload cache poisoned");
-    cache.insert(reference.to_string(), loaded.clone());
-    cache.insert(image, loaded.clone());
+    // Pulled payloads are few and options rarely change: what an older spec planned goes.
+    let wanted = format!(
+        "#{}",
+        serde_json::to_string(inclusion).expect("options serialize")
+    );
+    cache.retain(|key, _| key.ends_with(&wanted));
+    cache.insert(cache_key(reference, inclusion), loaded.clone());
+    cache.insert(cache_key(&image, inclusion), loaded.clone());
     Ok(loaded)
 }
 

@@ -1,18 +1,32 @@
 //! What may block a forward update: components reporting `Upgradeable=False` (OpenShift's
-//! ClusterOperators, where the cluster serves that API), judged by
+//! ClusterOperators, where the cluster serves that API) and admin gates not acknowledged
+//! (`admin-gates` / `admin-acks` in the manager's namespace), judged by
 //! `windlass_release::policy::check_update`.
 
 use semver::Version;
-use windlass_api::{clusterversion::DesiredUpdate, names::reasons::cluster_version as reasons};
-use windlass_release::policy::{NotUpgradeable, Overrides, check_update};
+use windlass_api::{
+    clusterversion::DesiredUpdate,
+    names::{ADMIN_ACKS_CONFIG_MAP, ADMIN_GATES_CONFIG_MAP, reasons::cluster_version as reasons},
+};
+use windlass_release::{
+    admin_gates,
+    policy::{NotUpgradeable, Overrides, check_update},
+};
 
 use crate::Context;
 
 const CLUSTER_OPERATOR_API: &str = "config.openshift.io/v1";
 
-/// The components whose `Upgradeable` condition is False. A cluster without the
-/// ClusterOperator API has none; an `Err` is a read that failed.
-pub async fn not_upgradeable(ctx: &Context) -> Result<Vec<NotUpgradeable>, String> {
+/// What the cluster says about an update: the components that are not upgradeable (sorted),
+/// and every ClusterOperator as read (for the release's own health).
+pub struct Readings {
+    pub not_upgradeable: Vec<NotUpgradeable>,
+    pub operators: Vec<serde_json::Value>,
+}
+
+/// Reads the ClusterOperators (a cluster without that API has none) and the admin gates of
+/// the manager's namespace for a cluster at `current`; an `Err` is a read that failed.
+pub async fn read(ctx: &Context, current: Option<&Version>) -> Result<Readings, String> {
     let operators = match ctx
         .applier
         .list_current(CLUSTER_OPERATOR_API, "ClusterOperator", None, "")
@@ -20,9 +34,7 @@ pub async fn not_upgradeable(ctx: &Context) -> Result<Vec<NotUpgradeable>, Strin
     {
         Ok(operators) => operators,
         // Not served here: nothing reports upgradeability.
-        Err(windlass_kit::ApplyError::List { source, .. }) if is_not_served(&source) => {
-            return Ok(Vec::new());
-        }
+        Err(windlass_kit::ApplyError::List { source, .. }) if is_not_served(&source) => Vec::new(),
         Err(e) => return Err(format!("reading ClusterOperators: {e}")),
     };
     let mut found: Vec<NotUpgradeable> = operators
@@ -40,11 +52,56 @@ pub async fn not_upgradeable(ctx: &Context) -> Result<Vec<NotUpgradeable>, Strin
                     .as_str()
                     .unwrap_or_default()
                     .to_string(),
+                risk: None,
             })
         })
         .collect();
     found.sort_by(|a, b| a.component.cmp(&b.component));
-    Ok(found)
+    if let Some(current) = current {
+        found.extend(admin_gates(ctx, current).await?);
+    }
+    let operators = operators
+        .into_iter()
+        .map(|o| {
+            let mut value = o.data;
+            value["metadata"] = serde_json::json!({"name": o.metadata.name});
+            value
+        })
+        .collect();
+    Ok(Readings {
+        not_upgradeable: found,
+        operators,
+    })
+}
+
+/// The admin gates of `current`'s minor that no admin acknowledged.
+async fn admin_gates(ctx: &Context, current: &Version) -> Result<Vec<NotUpgradeable>, String> {
+    let config_maps = ctx.config_maps();
+    let data = |name: &'static str| {
+        let config_maps = config_maps.clone();
+        async move {
+            config_maps
+                .get_opt(name)
+                .await
+                .map(|c| c.and_then(|c| c.data).unwrap_or_default())
+                .map_err(|e| format!("reading ConfigMap {}/{name}: {e}", ctx.namespace))
+        }
+    };
+    let gates = data(ADMIN_GATES_CONFIG_MAP).await?;
+    if gates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let acks = data(ADMIN_ACKS_CONFIG_MAP).await?;
+    Ok(
+        admin_gates::unacknowledged(&gates, &acks, current).unwrap_or_else(|e| {
+            vec![NotUpgradeable {
+                component: ADMIN_GATES_CONFIG_MAP.into(),
+                reason: reasons::ADMIN_GATES_INVALID.into(),
+                message: format!("{}/{ADMIN_GATES_CONFIG_MAP}: {e}", ctx.namespace),
+                risk: Some(admin_gates::ADMIN_ACK_REQUIRED.into()),
+            }]
+        }),
+    )
 }
 
 fn is_not_served(error: &kube::Error) -> bool {
@@ -69,9 +126,14 @@ pub fn upgradeable(blocking: &[NotUpgradeable]) -> (bool, &'static str, String) 
         .iter()
         .map(|n| format!("{} ({}: {})", n.component, n.reason, n.message))
         .collect();
+    let only_acks = blocking.iter().all(|n| n.risk.is_some());
     (
         false,
-        reasons::NOT_UPGRADEABLE,
+        if only_acks {
+            reasons::ADMIN_ACK_REQUIRED
+        } else {
+            reasons::NOT_UPGRADEABLE
+        },
         format!(
             "not upgradeable, which blocks minor and major updates: {}",
             listed.join("; ")
@@ -116,6 +178,7 @@ mod tests {
             component: "dns".into(),
             reason: "AdminAckRequired".into(),
             message: "check the DNS settings".into(),
+            risk: None,
         }
     }
 

@@ -12,7 +12,7 @@ use windlass_api::{
 use windlass_kit::status;
 use windlass_release::RunLevel;
 
-use crate::{Context, Error, Loaded, levels, rollback};
+use crate::{Context, Error, Loaded, ReleaseApi, levels, openshift, rollback};
 
 use windlass_release::history::{self, MAX_HISTORY};
 
@@ -44,18 +44,7 @@ pub fn start_update(
         requested: started.image.to_string(),
         manifest_digest: loaded.plan.manifest_digest.clone(),
     });
-    status.levels = levels
-        .iter()
-        .map(|(name, level)| LevelStatus {
-            name: name.clone(),
-            state: LevelState::Pending,
-            manifests: level.manifests().count() as i64,
-            components: levels::components(level),
-            started_time: None,
-            completion_time: None,
-            message: String::new(),
-        })
-        .collect();
+    status.levels = pending_levels(levels);
     status.history.insert(
         0,
         UpdateHistory {
@@ -70,6 +59,22 @@ pub fn start_update(
         },
     );
     prune(&mut status.history)
+}
+
+/// Every level of the plan, none started.
+pub fn pending_levels(levels: &[(String, &RunLevel)]) -> Vec<LevelStatus> {
+    levels
+        .iter()
+        .map(|(name, level)| LevelStatus {
+            name: name.clone(),
+            state: LevelState::Pending,
+            manifests: level.manifests().count() as i64,
+            components: levels::components(level),
+            started_time: None,
+            completion_time: None,
+            message: String::new(),
+        })
+        .collect()
 }
 
 /// Prunes `history` to [`MAX_HISTORY`] entries the way the CVO does
@@ -156,6 +161,32 @@ impl Report<'_> {
     }
 }
 
+/// Says why `version`'s spec cannot be read (`ReleaseAccepted=False`), changing nothing else.
+pub async fn refuse_spec(
+    ctx: &Context,
+    version: &ClusterVersion,
+    message: String,
+) -> Result<Action, Error> {
+    let before = version.status.clone().unwrap_or_default();
+    let report = Report {
+        ctx,
+        version,
+        before: &before,
+        now: Timestamp::now(),
+    };
+    let mut status = before.clone();
+    let conditions = std::mem::take(&mut status.conditions);
+    report
+        .refuse(
+            status,
+            conditions,
+            windlass_api::names::reasons::cluster_version::INVALID_SPEC,
+            message,
+            Action::await_change(),
+        )
+        .await
+}
+
 /// How soon a refusal that may resolve itself is looked at again.
 pub const RETRY_REFUSED: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -168,6 +199,11 @@ pub async fn write(
 ) -> Result<(), Error> {
     if before == status {
         return Ok(());
+    }
+    if ctx.api == ReleaseApi::OpenShift {
+        return openshift::write(&ctx.shell.client, &ctx.namespace, version, status)
+            .await
+            .map_err(|source| Error::Status { source });
     }
     let api = Api::<ClusterVersion>::all(ctx.shell.client.clone());
     status::apply_status(&api, &version.name_any(), status, None)

@@ -7,7 +7,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
 };
-use kube::{Resource, runtime::controller::Action};
+use kube::runtime::controller::Action;
 use windlass_api::{
     ClusterVersion, Condition, ConditionStatus,
     clusterversion::{HeldBackRelease, LevelState, UpdateProgress, UpdateState},
@@ -24,14 +24,18 @@ use windlass_release::{
     },
 };
 
+use windlass_release::operators;
+
 use crate::{
-    Context, Error, RESYNC, WAIT, levels, payloads, preconditions,
-    record::{Report, Started, joined, start_update, write},
+    Context, Error, RESYNC, WAIT, inclusion, levels, payloads, preconditions, readiness,
+    record::{self, Report, Started, joined, start_update, write},
     rollback, store, updates,
     verify::{self, Acceptance, acceptance},
 };
 
 const DEFAULT_LEVEL_DEADLINE: i64 = 600;
+/// How soon a release failing for its operators looks at them again.
+const RETRY_OPERATORS: Duration = Duration::from_secs(15);
 
 pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Result<Action, Error> {
     let now = Timestamp::now();
@@ -108,11 +112,50 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         }
     }
     // Whether a minor update could start now, kept current whether or not one is asked for.
-    let blocking = preconditions::not_upgradeable(&ctx).await;
+    let running = status
+        .history
+        .iter()
+        .find(|h| h.state == UpdateState::Completed)
+        .and_then(|h| semver::Version::parse(&h.version).ok());
+    let readings = preconditions::read(&ctx, running.as_ref()).await;
+    let blocking = readings
+        .as_ref()
+        .map(|r| r.not_upgradeable.clone())
+        .map_err(Clone::clone);
     if let Ok(blocking) = &blocking {
         let (ok, reason, message) = preconditions::upgradeable(blocking);
         set(&mut conditions, types::UPGRADEABLE, ok, reason, message);
     }
+    // The release's operators: their health is part of the verdict on the release.
+    if let Ok(readings) = &readings {
+        status.operators = operators::summarize(&readings.operators, &before.operators, now);
+    }
+    let operator_grace = version
+        .spec
+        .operator_grace_seconds
+        .unwrap_or(operators::DEFAULT_GRACE_SECONDS);
+    let operators_verdict = operators::verdict(&status.operators, now, operator_grace);
+    if let operators::Verdict::Settling { message } = &operators_verdict {
+        tracing::debug!(%message, "cluster operators are settling");
+    }
+    // Which manifests this cluster takes: profile and capabilities.
+    let inclusion = match inclusion::options(&version, &status) {
+        Ok((options, shown)) => {
+            status.capabilities = shown;
+            options
+        }
+        Err(message) => {
+            return report
+                .refuse(
+                    status,
+                    conditions,
+                    reasons::INVALID_CAPABILITIES,
+                    message,
+                    Action::await_change(),
+                )
+                .await;
+        }
+    };
     let Some(desired) = version.spec.desired_update.clone() else {
         return report
             .refuse(
@@ -174,7 +217,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             .map(|d| d.image.clone())
             .unwrap_or_else(|| image.clone()),
     };
-    let loaded = match payloads::load(&ctx, &pinned, version.spec.plain_http).await {
+    let loaded = match payloads::load(&ctx, &pinned, version.spec.plain_http, &inclusion).await {
         Ok(loaded) => loaded,
         Err((reason, message)) => {
             set(
@@ -217,6 +260,30 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     } else {
         None
     };
+    // An update still being applied is not replaced by another unless forced, as
+    // `oc adm upgrade` refuses one; going back (a rollback) is decided by its own rules.
+    if new_update
+        && rollback_kind.is_none()
+        && !desired.force
+        && let Some(applying) = status.desired.as_ref()
+        && status
+            .history
+            .first()
+            .is_some_and(|h| h.state == UpdateState::Partial && h.image == applying.image)
+    {
+        let at = status
+            .progress
+            .as_ref()
+            .map(|p| format!(" (at level {} of {})", p.position, p.levels))
+            .unwrap_or_default();
+        let message = format!(
+            "the update to {} is still being applied{at}; set spec.desiredUpdate.force: true to replace it with {payload_version}, or wait until it completes",
+            applying.version
+        );
+        return report
+            .refuse_for_now(status, conditions, reasons::UPDATE_IN_PROGRESS, message)
+            .await;
+    }
     // Signatures are checked once, before an update starts; what was decided is recorded. A
     // rollback goes back to content this cluster applied and stored, accepted then.
     let (verified, verified_by, mut overridden) = if new_update && let Some(kind) = rollback_kind {
@@ -299,6 +366,59 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             .history
             .first()
             .and_then(|h| semver::Version::parse(&h.version).ok());
+        // The pre-update readiness report, kept in status whether or not the update may go.
+        let mut ready_findings = Vec::new();
+        if current.is_some() {
+            let not_upgradeable = blocking.as_ref().map(Vec::as_slice).unwrap_or_default();
+            match readiness::findings(&ctx, &version, &loaded, not_upgradeable).await {
+                Ok(found) => {
+                    status.readiness =
+                        Some(readiness::report(&loaded, &found, &desired.accept_risks));
+                    ready_findings = found;
+                }
+                Err(message) => {
+                    return report
+                        .refuse_for_now(
+                            status,
+                            conditions,
+                            reasons::UPDATE_NOT_READY,
+                            format!("the pre-update readiness report could not be made: {message}"),
+                        )
+                        .await;
+                }
+            }
+        }
+        let holding = readiness::holding(&ready_findings, &desired.accept_risks);
+        if !holding.is_empty() && !desired.force {
+            let names: Vec<&str> = holding.iter().map(|f| f.name.as_str()).collect();
+            let message = format!(
+                "{}; to go anyway, list {} in spec.desiredUpdate.acceptRisks",
+                windlass_preview::readiness::summary(&holding),
+                names.join(", ")
+            );
+            return report
+                .refuse_for_now(status, conditions, reasons::UPDATE_NOT_READY, message)
+                .await;
+        }
+        let accepted_findings: Vec<&str> = ready_findings
+            .iter()
+            .filter(|f| f.kind != windlass_preview::readiness::FindingKind::NotUpgradeable)
+            .map(|f| f.name.as_str())
+            .collect();
+        if !accepted_findings.is_empty() {
+            let what = if desired.force {
+                "forced past"
+            } else {
+                "accepted"
+            };
+            overridden = joined(
+                overridden,
+                format!(
+                    "Readiness findings {what}: {}",
+                    accepted_findings.join(", ")
+                ),
+            );
+        }
         let judged = blocking.and_then(|blocking| {
             preconditions::judge(
                 &blocking,
@@ -363,7 +483,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             ctx.shell
                 .events
                 .publish(
-                    &version.object_ref(&()),
+                    &ctx.object_ref(&version),
                     &Notice::warning(
                         reasons::PAYLOAD_NOT_STORED,
                         format!("payload {} is not kept for rollbacks: {why}", loaded.image),
@@ -391,13 +511,24 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         ctx.shell
             .events
             .publish(
-                &version.object_ref(&()),
+                &ctx.object_ref(&version),
                 &Notice::normal(
                     reasons::APPLYING,
                     format!("updating to {payload_version} ({})", loaded.image),
                 ),
             )
             .await;
+    }
+    // The plan changed under a running release (a capability enabled, another profile, or a
+    // release a CVO applied): its levels are looked at afresh, without a new history entry.
+    if !new_update
+        && !status
+            .levels
+            .iter()
+            .map(|l| &l.name)
+            .eq(levels.iter().map(|(name, _)| name))
+    {
+        status.levels = record::pending_levels(&levels);
     }
     let completed = status
         .history
@@ -529,7 +660,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                             ctx.shell
                                 .events
                                 .publish(
-                                    &version.object_ref(&()),
+                                    &ctx.object_ref(&version),
                                     &Notice::warning(
                                         reasons::ROLLING_BACK,
                                         format!("{failure}; going back to {}", to.version),
@@ -558,6 +689,13 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                         }
                     }
                 }
+                judge_operators(
+                    &mut conditions,
+                    &operators_verdict,
+                    generation,
+                    now,
+                    failing,
+                );
                 status.conditions = conditions;
                 write(&ctx, &version, &before, &status).await?;
                 // Woken by the level's objects changing; the poll is the safety net.
@@ -613,7 +751,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         ctx.shell
             .events
             .publish(
-                &version.object_ref(&()),
+                &ctx.object_ref(&version),
                 &Notice::normal(
                     reasons::COMPLETED,
                     format!("cluster version is {payload_version}"),
@@ -642,11 +780,55 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         reasons::AS_EXPECTED,
         String::new(),
     );
+    judge_operators(&mut conditions, &operators_verdict, generation, now, false);
     status.conditions = conditions;
     write(&ctx, &version, &before, &status).await?;
     ctx.drift.wake_on_any_change(false);
+    // An operator within its grace is looked at again when the grace runs out, a failing one
+    // soon (ClusterOperators outside the payload are not watched).
+    match operators_verdict {
+        operators::Verdict::Healthy => {}
+        operators::Verdict::Settling { .. } => {
+            return Ok(Action::requeue(Duration::from_secs(
+                operator_grace.clamp(1, RESYNC.as_secs() as i64) as u64,
+            )));
+        }
+        operators::Verdict::Failing { .. } => return Ok(Action::requeue(RETRY_OPERATORS)),
+    }
     ctx.drift
         .follow(&ctx.applier, &loaded.plan.managed_kinds(&unmanaged))
         .await;
     Ok(Action::requeue(RESYNC))
+}
+
+/// A ClusterOperator unhealthy past its grace makes the release `Failing`, naming it (unless a
+/// level already fails, which says more), and one that is down makes it not `Available`.
+fn judge_operators(
+    conditions: &mut Vec<Condition>,
+    verdict: &operators::Verdict,
+    generation: Option<i64>,
+    now: Timestamp,
+    level_failing: bool,
+) {
+    let operators::Verdict::Failing {
+        reason,
+        message,
+        not_available,
+    } = verdict
+    else {
+        return;
+    };
+    let mut put = |type_: &str, state: ConditionStatus| {
+        set_condition(
+            conditions,
+            Condition::new(type_, state, reason, message.clone()).observed(generation),
+            now,
+        );
+    };
+    if !level_failing {
+        put(types::FAILING, ConditionStatus::True);
+    }
+    if *not_available {
+        put(types::AVAILABLE, ConditionStatus::False);
+    }
 }

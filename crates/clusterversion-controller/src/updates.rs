@@ -24,8 +24,34 @@ use windlass_release::{
 
 use crate::{Context, promql};
 
-/// The architecture windlass asks the update service about.
-const ARCH: &str = "amd64";
+/// The architecture the update service is asked about: the nodes' (as Go names it, which is
+/// what `status.nodeInfo.architecture` reports), `multi` when they differ, this process's own
+/// when the cluster has no nodes yet or they cannot be read.
+pub async fn cluster_architecture(client: &kube::Client) -> String {
+    let nodes = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone());
+    let listed = nodes.list(&Default::default()).await;
+    let architectures: std::collections::BTreeSet<String> = listed
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|n| n.status?.node_info.map(|i| i.architecture))
+        .filter(|a| !a.is_empty())
+        .collect();
+    architecture_of(&architectures)
+}
+
+fn architecture_of(nodes: &std::collections::BTreeSet<String>) -> String {
+    match nodes.len() {
+        0 => match std::env::consts::ARCH {
+            "x86_64" => "amd64".into(),
+            "aarch64" => "arm64".into(),
+            "powerpc64" => "ppc64le".into(),
+            other => other.into(),
+        },
+        1 => nodes.iter().next().cloned().unwrap_or_default(),
+        _ => "multi".into(),
+    }
+}
 /// The biggest graph document read.
 const MAX_GRAPH_BYTES: usize = 16 * 1024 * 1024;
 
@@ -35,13 +61,14 @@ pub async fn retrieve(
     upstream: &str,
     channel: &str,
     version: &Version,
+    arch: &str,
 ) -> Result<Graph, String> {
     let response = http
         .get(upstream)
         .query(&[
             ("channel", channel),
             ("version", &version.to_string()),
-            ("arch", ARCH),
+            ("arch", arch),
         ])
         .header("Accept", "application/json")
         .send()
@@ -302,7 +329,9 @@ pub async fn retrieve_updates(
         Some(found) => found,
         None => {
             let at = Instant::now();
-            let graph = match retrieve(&ctx.http, upstream, channel, &current).await {
+            // As the release ServiceAccount: the manager itself never reads nodes.
+            let arch = cluster_architecture(ctx.applier.client()).await;
+            let graph = match retrieve(&ctx.http, upstream, channel, &current, &arch).await {
                 Ok(graph) => Arc::new(graph),
                 Err(message) => {
                     ctx.update_checks.wake_at(at + interval);
@@ -418,6 +447,16 @@ pub fn keep_transition_times(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_graph_is_asked_for_the_nodes_architecture() {
+        let one: std::collections::BTreeSet<String> = ["arm64".to_string()].into();
+        assert_eq!(architecture_of(&one), "arm64");
+        let mixed: std::collections::BTreeSet<String> =
+            ["arm64".to_string(), "amd64".to_string()].into();
+        assert_eq!(architecture_of(&mixed), "multi");
+        assert!(!architecture_of(&Default::default()).is_empty());
+    }
 
     const GRAPH: &str = r#"{
         "nodes": [

@@ -17,6 +17,11 @@ pub enum FindingKind {
     DisruptionBudget,
     /// The new version stops serving an API version that live objects are read through.
     ApiNoLongerServed,
+    /// A component reports `Upgradeable=False` (a ClusterOperator), or an admin gate waits for
+    /// its acknowledgement.
+    NotUpgradeable,
+    /// A critical alert is firing.
+    CriticalAlert,
 }
 
 /// One thing that would block or break the update.
@@ -138,6 +143,47 @@ pub fn apis_no_longer_served(live: &Value, new: &Value, objects: usize) -> Vec<F
         .collect()
 }
 
+/// A component that is not upgradeable, under the name `acceptRisks` lets it through by.
+pub fn not_upgradeable(name: &str, component: &str, reason: &str, message: &str) -> Finding {
+    Finding {
+        name: name.to_string(),
+        kind: FindingKind::NotUpgradeable,
+        message: format!("{component} is not upgradeable ({reason}): {message}"),
+    }
+}
+
+/// One finding per critical alert firing, from a Prometheus vector of `ALERTS` samples
+/// (`alertname`, and `namespace` where the alert has one); an alert firing in several series
+/// is one finding.
+pub fn critical_alerts(samples: &Value) -> Vec<Finding> {
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for sample in samples.as_array().into_iter().flatten() {
+        let metric = &sample["metric"];
+        let Some(alert) = metric["alertname"].as_str() else {
+            continue;
+        };
+        let series = found.entry(alert.to_string()).or_default();
+        if let Some(namespace) = metric["namespace"].as_str() {
+            series.push(namespace.to_string());
+        }
+    }
+    found
+        .into_iter()
+        .map(|(alert, namespaces)| Finding {
+            name: format!("CriticalAlert/{alert}"),
+            kind: FindingKind::CriticalAlert,
+            message: if namespaces.is_empty() {
+                format!("the critical alert {alert} is firing")
+            } else {
+                format!(
+                    "the critical alert {alert} is firing (in {})",
+                    namespaces.join(", ")
+                )
+            },
+        })
+        .collect()
+}
+
 /// The findings `accepted` (names) does not accept.
 pub fn unaccepted<'a>(findings: &'a [Finding], accepted: &[String]) -> Vec<&'a Finding> {
     findings
@@ -159,6 +205,25 @@ pub fn summary(findings: &[&Finding]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn each_critical_alert_is_one_finding_naming_where_it_fires() {
+        let samples = json!([
+            {"metric": {"alertname": "KubeAPIErrorBudgetBurn", "severity": "critical"}, "value": [0, "1"]},
+            {"metric": {"alertname": "etcdMembersDown", "namespace": "platform-etcd"}, "value": [0, "1"]},
+            {"metric": {"alertname": "etcdMembersDown", "namespace": "platform-etcd-2"}, "value": [0, "1"]},
+            {"metric": {"severity": "critical"}, "value": [0, "1"]},
+        ]);
+        let found = critical_alerts(&samples);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[1].name, "CriticalAlert/etcdMembersDown");
+        assert!(
+            found[1].message.contains("platform-etcd, platform-etcd-2"),
+            "{}",
+            found[1].message
+        );
+        assert!(critical_alerts(&json!([])).is_empty());
+    }
 
     fn labels() -> BTreeMap<String, String> {
         BTreeMap::from([(

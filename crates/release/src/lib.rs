@@ -38,7 +38,9 @@
 //! ReplicaSets, Jobs, CronJobs, Pods) pinned by digest, and each such image listed in
 //! `image-references` (manifests that delete their object are exempt).
 
+pub mod admin_gates;
 pub mod annotations;
+pub mod capabilities;
 pub mod error;
 pub mod graph;
 pub mod graph_build;
@@ -46,6 +48,7 @@ pub mod health;
 pub mod history;
 pub mod manifest;
 pub mod metadata;
+pub mod operators;
 pub mod payload;
 pub mod plan;
 pub mod policy;

@@ -62,12 +62,18 @@ pub struct NotUpgradeable {
     pub component: String,
     pub reason: String,
     pub message: String,
+    /// The risk's own name when it is not a component's (`AdminAckRequired`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
 }
 
 impl NotUpgradeable {
     /// The risk name `acceptRisks` uses for this component.
     pub fn risk_name(&self) -> String {
-        format!("{UPGRADEABLE_RISK_PREFIX}-{}", self.component)
+        match &self.risk {
+            Some(risk) => risk.clone(),
+            None => format!("{UPGRADEABLE_RISK_PREFIX}-{}", self.component),
+        }
     }
 }
 
@@ -408,6 +414,7 @@ mod tests {
             component: "dns".into(),
             reason: "MigrationPending".into(),
             message: "DNS records are migrating".into(),
+            risk: None,
         };
         let blocked = [dns.clone()];
         let none = Overrides::default();

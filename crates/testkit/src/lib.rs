@@ -7,7 +7,7 @@
 //! start it.
 
 mod tools;
-pub use tools::{cosign_binary, registry_requests, windlass_binary};
+pub use tools::{cosign_binary, oc_binary, registry_requests, windlass_binary};
 pub mod catalogs;
 pub mod images;
 pub mod lifecycle;

@@ -48,6 +48,15 @@ pub fn windlass_binary() -> PathBuf {
 /// The pinned cosign: on PATH under `make e2e`, else on the cluster's tools path. Missing is a
 /// failure, not a skip.
 pub fn cosign_binary() -> PathBuf {
+    pinned_binary("cosign")
+}
+
+/// The pinned `oc`, found as [`cosign_binary`] finds cosign.
+pub fn oc_binary() -> PathBuf {
+    pinned_binary("oc")
+}
+
+fn pinned_binary(name: &str) -> PathBuf {
     let tools = cluster_env()
         .ok()
         .and_then(|env| env.get("WINDLASS_TOOLS_PATH").cloned())
@@ -55,11 +64,11 @@ pub fn cosign_binary() -> PathBuf {
     let path = std::env::var("PATH").unwrap_or_default();
     format!("{path}:{tools}")
         .split(':')
-        .map(|dir| std::path::Path::new(dir).join("cosign"))
+        .map(|dir| std::path::Path::new(dir).join(name))
         .find(|candidate| candidate.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "cosign is not built: run `e2e/scripts/build-tools.sh cosign` (`make e2e` does), \
+                "{name} is not built: run `e2e/scripts/build-tools.sh {name}` (`make e2e` does), \
                  then put its directory on PATH"
             )
         })

@@ -25,7 +25,7 @@ use windlass_api::{
 };
 use windlass_testkit::{
     TestNamespace, delete_namespace_and_wait, impersonating, require_manager, unique_name,
-    wait_until_authorized,
+    wait_for, wait_until_authorized,
 };
 
 use crate::manager_kills::{kill_manager, restart_manager};
@@ -585,15 +585,28 @@ async fn package_views_are_the_managers_whatever_rbac_allows() {
             .is_none()
     );
     // A view the manager wrote (the built-in catalog's): its status stays.
-    let views = Api::<Package>::all(admin.clone())
-        .list(&Default::default())
-        .await
-        .unwrap();
+    // The suite's first module: the manager may not have written the built-in catalog's views yet.
+    let all_views = Api::<Package>::all(admin.clone());
+    let view = wait_for(
+        "a Package view of the built-in catalog with its status",
+        Duration::from_secs(120),
+        || {
+            let all_views = all_views.clone();
+            async move {
+                let listed = all_views
+                    .list(&Default::default())
+                    .await
+                    .map_err(|error| error.to_string())?;
+                listed
+                    .items
+                    .into_iter()
+                    .find(|view| view.status.is_some())
+                    .ok_or_else(|| "no Package view with a status".to_string())
+            }
+        },
+    )
+    .await;
     {
-        let view = views
-            .items
-            .first()
-            .expect("the Package views of the built-in catalog");
         let view_name = view.metadata.name.clone().unwrap();
         let before = serde_json::to_value(&view.status).unwrap();
         refused_by(

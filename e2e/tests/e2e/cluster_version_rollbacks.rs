@@ -191,7 +191,7 @@ async fn releases_roll_back_from_stored_payloads_until_an_irreversible_level() {
 
 /// A copy of sample release `dir` renumbered from `from` to `to` throughout (metadata, the
 /// image list's name, the version its objects carry), in a new temporary directory.
-fn renumbered(dir: &str, from: &str, to: &str) -> PathBuf {
+pub(crate) fn renumbered(dir: &str, from: &str, to: &str) -> PathBuf {
     fn copy(source: &Path, target: &Path, from: &str, to: &str) {
         std::fs::create_dir_all(target).unwrap();
         for entry in std::fs::read_dir(source).unwrap() {

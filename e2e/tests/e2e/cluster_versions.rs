@@ -630,7 +630,7 @@ impl Drop for TrustSetup {
 
 /// Removes what earlier tests' releases left (the `platform-*` namespaces and the sample
 /// releases' CRDs), so this test sees every level of a first install written.
-async fn reset_platform(admin: &Client) {
+pub(crate) async fn reset_platform(admin: &Client) {
     let namespaces = Api::<Namespace>::all(admin.clone());
     let crds = Api::<CustomResourceDefinition>::all(admin.clone());
     let platform = |name: &str| name.starts_with("platform-");

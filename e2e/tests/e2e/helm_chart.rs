@@ -5,6 +5,8 @@
 //!
 //! The pods are simulated by kwok, so these tests check the objects, not the manager process.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::{
     apps::v1::Deployment,
     core::v1::{Service, ServiceAccount},
@@ -439,7 +441,7 @@ async fn helm_install_creates_the_manager_objects_as_configured_and_uninstall_re
         "podSecurity": [true, "RuntimeDefault"],
         "args": ["manager", "--log-level=debug", "--log-format=json", "--leader-elect=true",
             "--metrics-bind-address=0.0.0.0:8080", "--health-probe-bind-address=0.0.0.0:8081", format!("--namespace={}", ns.name),
-            "--release-service-account=windlass-release"],
+            "--release-service-account=windlass-release", "--release-api=windlass"],
         "podNamespaceFrom": "metadata.namespace",
         "liveness": ["/healthz", "health"],
         "readiness": ["/readyz", "health"],
@@ -694,4 +696,82 @@ async fn the_hub_is_off_by_default_and_when_on_holds_only_the_right_to_review_to
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// `release.api: openshift` runs the manager on OpenShift's API with the role it needs, the same
+/// as `config/rbac/openshift_role.yaml`; `installOpenShiftCrds` adds OpenShift's own CRDs,
+/// unchanged from `config/openshift`. By default neither is rendered.
+#[tokio::test]
+async fn the_openshift_release_api_is_an_option_with_its_role_and_openshifts_crds() {
+    let _ = windlass_testkit::client().await;
+    let chart = chart_dir();
+    let defaults = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "windlass-system",
+    ]));
+    assert!(defaults.contains("- --release-api=windlass"), "{defaults}");
+    assert!(
+        !defaults.contains("config.openshift.io"),
+        "the default render names OpenShift's API"
+    );
+    let rendered = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "windlass-system",
+        "--set",
+        "release.api=openshift",
+        "--set",
+        "release.installOpenShiftCrds=true",
+    ]));
+    assert!(rendered.contains("- --release-api=openshift"));
+    let role = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "windlass-system",
+        "--set",
+        "release.api=openshift",
+        "--show-only",
+        "templates/clusterrole-openshift.yaml",
+    ]));
+    let plain =
+        std::fs::read_to_string(repo_root().join("config/rbac/openshift_role.yaml")).unwrap();
+    let rules = |objects: BTreeMap<String, Value>| -> Vec<Value> {
+        objects.into_values().map(|o| o["rules"].clone()).collect()
+    };
+    assert_eq!(rules(objects_of(&role)), rules(objects_of(&plain)));
+    let crds = run_ok(helm().args([
+        "template",
+        "windlass",
+        &chart,
+        "--namespace",
+        "windlass-system",
+        "--set",
+        "release.api=openshift",
+        "--set",
+        "release.installOpenShiftCrds=true",
+        "--show-only",
+        "templates/openshift-crds.yaml",
+    ]));
+    let mut from_config = BTreeMap::new();
+    for file in std::fs::read_dir(repo_root().join("config/openshift/crd")).unwrap() {
+        let path = file.unwrap().path();
+        if path.file_name().is_some_and(|n| n != "kustomization.yaml") {
+            from_config.extend(objects_of(&std::fs::read_to_string(path).unwrap()));
+        }
+    }
+    assert_eq!(objects_of(&crds), from_config);
+    assert_eq!(
+        from_config.keys().collect::<Vec<_>>(),
+        [
+            "CustomResourceDefinition/clusteroperators.config.openshift.io",
+            "CustomResourceDefinition/clusterversions.config.openshift.io"
+        ]
+    );
 }

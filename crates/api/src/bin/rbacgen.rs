@@ -264,6 +264,42 @@ fn cluster_rules() -> Vec<Rule> {
     ]
 }
 
+/// What the manager may do with OpenShift's API, only with `--release-api=openshift`.
+fn openshift_rules() -> Vec<Rule> {
+    vec![
+        rule(
+            &[
+                "With --release-api=openshift the ClusterVersion controller reads OpenShift's",
+                "ClusterVersion (cluster admins and `oc adm upgrade` write its spec).",
+            ],
+            &["config.openshift.io"],
+            &["clusterversions"],
+            READ,
+        ),
+        rule(
+            &["And writes its status, in OpenShift's shape."],
+            &["config.openshift.io"],
+            &["clusterversions/status"],
+            &["get", "update", "patch"],
+        ),
+        rule(
+            &[
+                "ClusterOperators' Available, Degraded, Progressing and Upgradeable make the release's",
+                "verdict. Read only: operators write their own.",
+            ],
+            &["config.openshift.io"],
+            &["clusteroperators"],
+            READ,
+        ),
+    ]
+}
+
+/// Why the OpenShift role exists.
+const OPENSHIFT_WHY: &str = "\
+# Only for a manager run with --release-api=openshift (the chart's release.api: openshift):
+# OpenShift's ClusterVersion and ClusterOperators.
+";
+
 /// What the manager may do only in its own namespace (the leader-election Role).
 fn namespace_rules() -> Vec<Rule> {
     vec![
@@ -409,8 +445,30 @@ metadata:
         "{GENERATED}{}",
         package_reader("windlass-package-reader", PLAIN_LABELS)
     );
+    let openshift = format!(
+        "{GENERATED}{OPENSHIFT_WHY}apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: windlass-manager-openshift
+{PLAIN_LABELS}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: windlass-manager-openshift
+{PLAIN_LABELS}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: windlass-manager-openshift
+subjects:
+- kind: ServiceAccount
+  name: windlass
+  namespace: windlass-system
+",
+        render_rules(&openshift_rules(), Target::Plain)
+    );
     vec![
         ("cluster_role.yaml", cluster_role),
+        ("openshift_role.yaml", openshift),
         ("custom_resources_role.yaml", custom_resources),
         ("role.yaml", role),
         ("view_role.yaml", view),
@@ -606,8 +664,31 @@ metadata:
             CHART_LABELS
         )
     );
+    let openshift = format!(
+        "{GENERATED}{{{{- if eq .Values.release.api \"openshift\" }}}}\n{OPENSHIFT_WHY}apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager-openshift
+{CHART_LABELS}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager-openshift
+{CHART_LABELS}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{{{ include \"windlass.fullname\" . }}}}-manager-openshift
+subjects:
+- kind: ServiceAccount
+  name: {{{{ include \"windlass.serviceAccountName\" . }}}}
+  namespace: {{{{ .Release.Namespace }}}}
+{{{{- end }}}}
+",
+        render_rules(&openshift_rules(), Target::Chart)
+    );
     vec![
         ("clusterrole.yaml", cluster_role),
+        ("clusterrole-openshift.yaml", openshift),
         ("clusterrole-custom-resources.yaml", custom_resources),
         ("role.yaml", role),
         ("clusterrole-view.yaml", view),

@@ -52,12 +52,23 @@ pub struct ManagerArgs {
     /// admin binds it to what a platform release may create.
     #[arg(long, default_value = windlass_clusterversion_controller::RELEASE_SERVICE_ACCOUNT)]
     pub release_service_account: String,
+    /// The ClusterVersion API the release controller serves: `windlass` (the windlass.dev
+    /// kind) or `openshift` (OpenShift's config.openshift.io/v1 ClusterVersion and
+    /// ClusterOperator, whose CRDs must be installed: OpenShift's own, or `config/openshift`).
+    #[arg(long, default_value = "windlass")]
+    pub release_api: windlass_clusterversion_controller::ReleaseApi,
     /// How many bytes of pulled bundle content (parsed manifests) stay cached for installs
     /// and rollbacks; past it the least recently used bundle is dropped and pulled again when
     /// next needed.
     #[arg(long, default_value_t = windlass_catalog_store::DEFAULT_BUDGET_BYTES)]
     pub bundle_cache_bytes: usize,
 }
+
+/// With `--release-api=openshift`: OpenShift's CRDs, OpenShift's own or `config/openshift`'s.
+const OPENSHIFT_CRDS: [&str; 2] = [
+    "clusterversions.config.openshift.io",
+    "clusteroperators.config.openshift.io",
+];
 
 /// The CRDs the controllers need Established before they start.
 const CRDS: [&str; 10] = [
@@ -185,6 +196,13 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
     for crd in CRDS {
         wait_established(&client, crd, shutdown_rx.clone()).await?;
     }
+    if args.release_api == windlass_clusterversion_controller::ReleaseApi::OpenShift
+        && runs(scope::Controller::ClusterVersion)
+    {
+        for crd in OPENSHIFT_CRDS {
+            wait_established(&client, crd, shutdown_rx.clone()).await?;
+        }
+    }
     if runs(scope::Controller::Catalog) {
         windlass_catalog_controller::ensure_builtin(&client, !args.no_builtin_catalog)
             .await
@@ -282,6 +300,7 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                         release_account_namespace: args.namespace.clone(),
                         release_account_name: args.release_service_account.clone(),
                         trust: trust.clone(),
+                        api: args.release_api,
                     };
                     if let Err(error) = windlass_clusterversion_controller::run(
                         client.clone(),
