@@ -21,10 +21,11 @@ build=(cc:gcc)
 # writes the users of the registry that asks for credentials; prometheus answers the PromQL
 # risks of conditional release updates (each test starts its own on a free port; installing
 # the package as root may also enable the system's own prometheus service, which the tests
-# leave alone); the hub's browser tests drive headless chromium through chromedriver.
+# leave alone); the hub's browser tests drive headless chromium through chromedriver; gpg
+# signs OpenShift-style release signatures for the signature-store tests.
 tests=(skopeo:skopeo strip:binutils ldd:libc-bin tar:tar gzip:gzip
   /etc/ssl/certs/ca-certificates.crt:ca-certificates htpasswd:apache2-utils prometheus:prometheus
-  chromium:chromium chromedriver:chromium-driver)
+  chromium:chromium chromedriver:chromium-driver gpg:gnupg)
 case "$purpose" in
   cluster) needs=("${cluster[@]}") ;;
   demo) needs=("${cluster[@]}" "${build[@]}") ;;

@@ -106,6 +106,75 @@ pub struct ClusterVersionSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub operator_grace_seconds: Option<i64>,
+    /// `Manual`: an update starts only once `spec.desiredUpdate.approvedPlan` names the digest
+    /// of the plan windlass previewed for it (`status.plan`: what each level creates, changes
+    /// and deletes). `Automatic` (the default): it starts once its checks pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ReleaseApproval>,
+    /// HTTP signature stores in the CVO's layout (`<url>/sha256=<hex>/signature-<n>`), asked
+    /// for OpenPGP signatures by the keys of the manager namespace's verification ConfigMaps
+    /// (annotated `release.openshift.io/verification-config-map`). Set, they replace the
+    /// stores those ConfigMaps name, as OpenShift's `spec.signatureStores` does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signature_stores: Vec<SignatureStoreSpec>,
+}
+
+/// One HTTP signature store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureStoreSpec {
+    /// `https://` (or `http://` on loopback) base URL of the store.
+    pub url: String,
+    /// A ConfigMap of the manager's namespace with the PEM CA bundle of an `https` store (data
+    /// key `ca.crt` unless `key` names another); without it the system's roots are trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_config_map: Option<DataKeyRef>,
+}
+
+/// Whether an update waits for a person to approve its plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ReleaseApproval {
+    #[default]
+    Automatic,
+    Manual,
+}
+
+/// What an update does to the cluster, level by level, as previewed before it started.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleasePlan {
+    pub version: String,
+    pub image: String,
+    /// What an approval names: the digest of the image and of every level's changes.
+    pub digest: String,
+    /// Whether `spec.desiredUpdate.approvedPlan` names this digest.
+    #[serde(default)]
+    pub approved: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelPlan>,
+}
+
+/// One level's changes: objects by `Kind namespace/name`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LevelPlan {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub create: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub change: Vec<ObjectChange>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delete: Vec<String>,
+    #[serde(default)]
+    pub unchanged: i64,
+}
+
+/// An object an update changes, and the fields it changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectChange {
+    pub object: String,
+    pub fields: Vec<String>,
 }
 
 /// The pre-update readiness report of one release.
@@ -269,6 +338,10 @@ pub struct DesiredUpdate {
     /// in history.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accept_risks: Vec<String>,
+    /// With `spec.approval: Manual`: the digest of the plan (`status.plan.digest`) a person
+    /// approved. A plan that changed since (the cluster moved) needs approving again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_plan: Option<String>,
 }
 
 /// Where the cluster stands.
@@ -307,6 +380,9 @@ pub struct ClusterVersionStatus {
     /// by the name `spec.desiredUpdate.acceptRisks` accepts it by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readiness: Option<ReleaseReadiness>,
+    /// With `spec.approval: Manual`: the plan of the last update asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<ReleasePlan>,
     /// The cluster's ClusterOperators (where the cluster serves that API), whose health is part
     /// of the release's `Available` and `Failing`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -100,6 +100,14 @@ pub fn custom_resource_keeper(crd: &str) -> String {
 pub const RELEASE_STATE_CONFIG_MAP: &str = "windlass-release-state";
 /// The data key of [`RELEASE_STATE_CONFIG_MAP`].
 pub const RELEASE_STATE_KEY: &str = "status.json";
+/// The annotation of a ConfigMap (in the manager's namespace) that holds release signature
+/// keys (`verifier-public-key-<name>`, ASCII-armored OpenPGP) and stores (`store-<name>`, URLs),
+/// as the CVO's release verification ConfigMap does.
+pub const VERIFICATION_CONFIG_MAP_ANNOTATION: &str = "release.openshift.io/verification-config-map";
+/// Data-key prefix of a verification key.
+pub const VERIFIER_KEY_PREFIX: &str = "verifier-public-key-";
+/// Data-key prefix of a signature store.
+pub const STORE_KEY_PREFIX: &str = "store-";
 /// The CVO's admin gates: a ConfigMap of the manager's namespace whose keys
 /// (`ack-<version>-<name>`) name acknowledgements a minor update to `<version>` needs, each
 /// value the message shown until it is given.
@@ -392,6 +400,10 @@ pub mod reasons {
         pub const INVALID_CAPABILITIES: &str = "InvalidCapabilities";
         /// OpenShift's ClusterVersion carries a `windlass.dev/spec` annotation windlass cannot read.
         pub const INVALID_SPEC: &str = "InvalidSpec";
+        /// The plan of an update to approve could not be made (a read or dry run failed).
+        pub const PLAN_FAILED: &str = "PlanFailed";
+        /// `spec.approval: Manual` and the update's plan is not approved (or changed since).
+        pub const AWAITING_PLAN_APPROVAL: &str = "AwaitingPlanApproval";
         /// The pre-update readiness report has findings `acceptRisks` does not accept.
         pub const UPDATE_NOT_READY: &str = "UpdateNotReady";
         /// Another update is still being applied; a new one starts only with `force`.

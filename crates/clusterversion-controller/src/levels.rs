@@ -31,7 +31,7 @@ pub fn unmanaged(version: &ClusterVersion) -> Vec<ObjectId> {
 }
 
 /// The manifest as windlass applies it: labelled as a payload object, so its drift is watched.
-fn labelled(body: &Value) -> Value {
+pub fn labelled(body: &Value) -> Value {
     let mut body = body.clone();
     if let Some(metadata) = body.get_mut("metadata").and_then(Value::as_object_mut) {
         let labels = metadata

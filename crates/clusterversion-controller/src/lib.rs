@@ -42,16 +42,19 @@
 //!   evaluated leaves its update not recommended, saying why.
 
 pub mod drift;
+mod gates;
 mod inclusion;
 mod levels;
 pub mod openshift;
 mod payloads;
+mod plan_preview;
 mod preconditions;
 pub mod promql;
 pub mod readiness;
 mod record;
 pub mod rollback;
 mod signals;
+mod signature_stores;
 mod store;
 mod update;
 pub mod updates;

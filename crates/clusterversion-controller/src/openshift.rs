@@ -16,7 +16,7 @@ use kube::{
 use serde_json::{Value, json};
 use windlass_api::{
     ClusterVersion, ClusterVersionSpec, ClusterVersionStatus, FIELD_MANAGER,
-    clusterversion::{DesiredUpdate, Release, UpdateHistory},
+    clusterversion::{DataKeyRef, DesiredUpdate, Release, SignatureStoreSpec, UpdateHistory},
     names::{RELEASE_STATE_CONFIG_MAP, RELEASE_STATE_KEY, annotations},
     openshift,
 };
@@ -59,15 +59,32 @@ pub fn spec_of(version: &openshift::ClusterVersion) -> Result<ClusterVersionSpec
         None => ClusterVersionSpec::default(),
     };
     let theirs = &version.spec;
+    // OpenShift's desiredUpdate has no field for a plan's approval: the annotation's says it.
+    let approved_plan = spec
+        .desired_update
+        .as_ref()
+        .and_then(|d| d.approved_plan.clone());
     spec.desired_update = theirs.desired_update.as_ref().map(|d| DesiredUpdate {
         image: d.image.clone().filter(|i| !i.is_empty()),
         version: d.version.clone().filter(|v| !v.is_empty()),
         force: d.force,
         accept_risks: d.accept_risks.iter().map(|r| r.name.clone()).collect(),
+        approved_plan,
     });
     spec.upstream = theirs.upstream.clone().filter(|u| !u.is_empty());
     spec.channel = theirs.channel.clone().filter(|c| !c.is_empty());
     spec.overrides = theirs.overrides.clone();
+    spec.signature_stores = theirs
+        .signature_stores
+        .iter()
+        .map(|store| SignatureStoreSpec {
+            url: store.url.clone(),
+            ca_config_map: store.ca.as_ref().map(|ca| DataKeyRef {
+                name: ca.name.clone(),
+                key: None,
+            }),
+        })
+        .collect();
     spec.capabilities = Some(theirs.capabilities.clone().unwrap_or_default());
     Ok(spec)
 }

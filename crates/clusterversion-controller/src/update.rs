@@ -27,10 +27,10 @@ use windlass_release::{
 use windlass_release::operators;
 
 use crate::{
-    Context, Error, RESYNC, WAIT, inclusion, levels, payloads, preconditions, readiness,
+    Context, Error, RESYNC, WAIT, gates, inclusion, levels, payloads, preconditions,
     record::{self, Report, Started, joined, start_update, write},
     rollback, store, updates,
-    verify::{self, Acceptance, acceptance},
+    verify::{self, Acceptance},
 };
 
 const DEFAULT_LEVEL_DEADLINE: i64 = 600;
@@ -260,26 +260,10 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
     } else {
         None
     };
-    // An update still being applied is not replaced by another unless forced, as
-    // `oc adm upgrade` refuses one; going back (a rollback) is decided by its own rules.
     if new_update
         && rollback_kind.is_none()
-        && !desired.force
-        && let Some(applying) = status.desired.as_ref()
-        && status
-            .history
-            .first()
-            .is_some_and(|h| h.state == UpdateState::Partial && h.image == applying.image)
+        && let Some(message) = gates::update_in_progress(&status, &desired, &payload_version)
     {
-        let at = status
-            .progress
-            .as_ref()
-            .map(|p| format!(" (at level {} of {})", p.position, p.levels))
-            .unwrap_or_default();
-        let message = format!(
-            "the update to {} is still being applied{at}; set spec.desiredUpdate.force: true to replace it with {payload_version}, or wait until it completes",
-            applying.version
-        );
         return report
             .refuse_for_now(status, conditions, reasons::UPDATE_IN_PROGRESS, message)
             .await;
@@ -327,16 +311,16 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             .rsplit_once('@')
             .map(|(_, d)| d)
             .unwrap_or_default();
-        let verdict =
-            match verify::verify(&ctx, &loaded.image, digest, version.spec.plain_http).await {
-                Ok(verdict) => verdict,
+        let decided =
+            match verify::decide(&ctx, &version, &loaded.image, digest, desired.force).await {
+                Ok(decided) => decided,
                 Err(message) => {
                     return report
                         .refuse_for_now(status, conditions, reasons::VERIFICATION_ERROR, message)
                         .await;
                 }
             };
-        match acceptance(&verdict, &loaded.image, desired.force) {
+        match decided {
             Acceptance::Accept {
                 verified,
                 verified_by,
@@ -359,79 +343,14 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
             .unwrap_or_default();
         (recorded.verified, recorded.verified_by.clone(), overridden)
     };
-    // Preconditions of a forward update: components that say they are not upgradeable block a
-    // minor or major update (not a patch) unless accepted by name or forced.
+    // A forward update: the readiness report and the preconditions.
     if new_update && rollback_kind.is_none() {
-        let current = status
-            .history
-            .first()
-            .and_then(|h| semver::Version::parse(&h.version).ok());
-        // The pre-update readiness report, kept in status whether or not the update may go.
-        let mut ready_findings = Vec::new();
-        if current.is_some() {
-            let not_upgradeable = blocking.as_ref().map(Vec::as_slice).unwrap_or_default();
-            match readiness::findings(&ctx, &version, &loaded, not_upgradeable).await {
-                Ok(found) => {
-                    status.readiness =
-                        Some(readiness::report(&loaded, &found, &desired.accept_risks));
-                    ready_findings = found;
-                }
-                Err(message) => {
-                    return report
-                        .refuse_for_now(
-                            status,
-                            conditions,
-                            reasons::UPDATE_NOT_READY,
-                            format!("the pre-update readiness report could not be made: {message}"),
-                        )
-                        .await;
-                }
-            }
-        }
-        let holding = readiness::holding(&ready_findings, &desired.accept_risks);
-        if !holding.is_empty() && !desired.force {
-            let names: Vec<&str> = holding.iter().map(|f| f.name.as_str()).collect();
-            let message = format!(
-                "{}; to go anyway, list {} in spec.desiredUpdate.acceptRisks",
-                windlass_preview::readiness::summary(&holding),
-                names.join(", ")
-            );
-            return report
-                .refuse_for_now(status, conditions, reasons::UPDATE_NOT_READY, message)
-                .await;
-        }
-        let accepted_findings: Vec<&str> = ready_findings
-            .iter()
-            .filter(|f| f.kind != windlass_preview::readiness::FindingKind::NotUpgradeable)
-            .map(|f| f.name.as_str())
-            .collect();
-        if !accepted_findings.is_empty() {
-            let what = if desired.force {
-                "forced past"
-            } else {
-                "accepted"
-            };
-            overridden = joined(
-                overridden,
-                format!(
-                    "Readiness findings {what}: {}",
-                    accepted_findings.join(", ")
-                ),
-            );
-        }
-        let judged = blocking.and_then(|blocking| {
-            preconditions::judge(
-                &blocking,
-                current.as_ref(),
-                loaded.payload.version(),
-                &desired,
-            )
-        });
-        match judged {
+        match gates::forward_update(&ctx, &version, &mut status, &loaded, &desired, blocking).await
+        {
             Ok(accepted) => overridden = joined(overridden, accepted),
-            Err(message) => {
+            Err((reason, message)) => {
                 return report
-                    .refuse_for_now(status, conditions, reasons::PRECONDITIONS_FAILED, message)
+                    .refuse_for_now(status, conditions, reason, message)
                     .await;
             }
         }
@@ -689,7 +608,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
                         }
                     }
                 }
-                judge_operators(
+                gates::judge_operators(
                     &mut conditions,
                     &operators_verdict,
                     generation,
@@ -780,7 +699,7 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         reasons::AS_EXPECTED,
         String::new(),
     );
-    judge_operators(&mut conditions, &operators_verdict, generation, now, false);
+    gates::judge_operators(&mut conditions, &operators_verdict, generation, now, false);
     status.conditions = conditions;
     write(&ctx, &version, &before, &status).await?;
     ctx.drift.wake_on_any_change(false);
@@ -799,36 +718,4 @@ pub async fn reconcile(version: Arc<ClusterVersion>, ctx: Arc<Context>) -> Resul
         .follow(&ctx.applier, &loaded.plan.managed_kinds(&unmanaged))
         .await;
     Ok(Action::requeue(RESYNC))
-}
-
-/// A ClusterOperator unhealthy past its grace makes the release `Failing`, naming it (unless a
-/// level already fails, which says more), and one that is down makes it not `Available`.
-fn judge_operators(
-    conditions: &mut Vec<Condition>,
-    verdict: &operators::Verdict,
-    generation: Option<i64>,
-    now: Timestamp,
-    level_failing: bool,
-) {
-    let operators::Verdict::Failing {
-        reason,
-        message,
-        not_available,
-    } = verdict
-    else {
-        return;
-    };
-    let mut put = |type_: &str, state: ConditionStatus| {
-        set_condition(
-            conditions,
-            Condition::new(type_, state, reason, message.clone()).observed(generation),
-            now,
-        );
-    };
-    if !level_failing {
-        put(types::FAILING, ConditionStatus::True);
-    }
-    if *not_available {
-        put(types::AVAILABLE, ConditionStatus::False);
-    }
 }

@@ -5,7 +5,10 @@ use windlass_api::names::reasons::cluster_version as reasons;
 use windlass_oci::RegistryOptions;
 use windlass_trust::{Artifact, ArtifactClass, Decision, Verdict};
 
-use crate::Context;
+use crate::{
+    Context,
+    signature_stores::{self, StoreVerdict},
+};
 
 /// Whether an update to a payload may start, after its signatures were checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,6 +94,59 @@ pub async fn verify(
         ..RegistryOptions::default()
     };
     ctx.trust.verify(&artifact, &registry).await
+}
+
+/// The decision on an update to `image` (`repository@digest`): the signature stores' keys
+/// (where a verification ConfigMap holds any) or the TrustPolicies verify it; configured store
+/// keys that verify nothing refuse it (as the CVO does) unless a TrustPolicy verified it or
+/// `force` is set. An `Err` is a read that a retry may fix.
+pub async fn decide(
+    ctx: &Context,
+    version: &windlass_api::ClusterVersion,
+    image: &str,
+    digest: &str,
+    force: bool,
+) -> Result<Acceptance, String> {
+    let stores = signature_stores::configured(ctx, version).await?;
+    let mut store_reasons = None;
+    if let Some(stores) = &stores {
+        match signature_stores::verify(ctx, stores, digest).await {
+            StoreVerdict::Verified { key, url } => {
+                return Ok(Acceptance::Accept {
+                    verified: true,
+                    verified_by: vec![key.clone()],
+                    overridden: String::new(),
+                    note: format!("verified by {key} ({url})"),
+                });
+            }
+            StoreVerdict::NotVerified(reasons) => store_reasons = Some(reasons),
+        }
+    }
+    let verdict = verify(ctx, image, digest, version.spec.plain_http).await?;
+    match store_reasons {
+        Some(reasons) if verdict.decision != Decision::Verified => {
+            let refusal = format!(
+                "payload {image} is not verified by the release verification keys: {}",
+                reasons.join("; ")
+            );
+            Ok(if force {
+                Acceptance::Accept {
+                    verified: false,
+                    verified_by: Vec::new(),
+                    overridden: format!("force: {refusal}"),
+                    note: "forced: not verified".into(),
+                }
+            } else {
+                Acceptance::Refuse {
+                    reason: reasons::VERIFICATION_FAILED,
+                    message: format!(
+                        "{refusal}; set spec.desiredUpdate.force: true to apply it unverified (recorded in history)"
+                    ),
+                }
+            })
+        }
+        _ => Ok(acceptance(&verdict, image, force)),
+    }
 }
 
 #[cfg(test)]

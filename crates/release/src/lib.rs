@@ -52,6 +52,7 @@ pub mod operators;
 pub mod payload;
 pub mod plan;
 pub mod policy;
+pub mod preview;
 pub mod progress;
 pub mod render;
 pub mod risk;

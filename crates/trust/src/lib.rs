@@ -28,6 +28,7 @@ pub mod dsse;
 pub mod found;
 pub mod keys;
 pub mod layout;
+pub mod openpgp;
 pub mod policy;
 #[cfg(feature = "registry")]
 pub mod publish;

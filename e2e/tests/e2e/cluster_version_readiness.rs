@@ -155,3 +155,141 @@ async fn a_budget_that_allows_no_eviction_holds_a_release_until_accepted() {
         .await
         .unwrap();
 }
+
+/// Given `spec.approval: Manual`, an update waits for its plan to be approved
+/// (`AwaitingPlanApproval`) and `windlass upgrade plan` shows what each level creates and
+/// changes; approved by digest it starts. When the cluster changes after the plan was read, the
+/// approval of the old plan does not start the update: the new plan must be approved.
+#[tokio::test]
+async fn a_manual_release_starts_only_with_its_current_plan_approved() {
+    require_manager();
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let admin = windlass_testkit::client().await;
+    release_account(&admin).await;
+    let namespace = windlass_testkit::manager::namespace().unwrap();
+    let repository = windlass_testkit::registry().unique_repository("release-plans");
+    let (tags, _) = push_releases(&repository, &[("4.1.0", "4.1.0"), ("4.1.1", "4.1.1")]);
+    let keys = Keys::generate(&["release"]);
+    let _trust = TrustSetup::create(&admin, &namespace, &keys, "Report").await;
+    let versions = Api::<ClusterVersion>::all(admin.clone());
+    start_afresh(&versions).await;
+    // A first install creates everything: nothing an earlier test left.
+    crate::cluster_versions::reset_platform(&admin).await;
+    crate::cluster_versions::set_spec(&versions, json!({"approval": "Manual"})).await;
+    upgrade(&tags["4.1.0"], false);
+    let (waiting, message) = refused_with(
+        &versions,
+        "4.1.0 awaiting approval",
+        reasons::AWAITING_PLAN_APPROVAL,
+    )
+    .await;
+    let plan = waiting
+        .status
+        .as_ref()
+        .unwrap()
+        .plan
+        .clone()
+        .unwrap_or_else(|| panic!("no plan: {message}"));
+    assert!(message.contains(&plan.digest), "{message}");
+    let shown = windlass_upgrade(&["plan"]);
+    assert!(
+        shown.contains("+ create Deployment platform-dns/dns-operator"),
+        "{shown}"
+    );
+    windlass_upgrade(&["approve", &plan.digest]);
+    reach(&versions, "4.1.0").await;
+
+    upgrade(&tags["4.1.1"], false);
+    let (waiting, _) = refused_with(
+        &versions,
+        "4.1.1 awaiting approval",
+        reasons::AWAITING_PLAN_APPROVAL,
+    )
+    .await;
+    let first = waiting.status.as_ref().unwrap().plan.clone().unwrap();
+    assert_eq!(first.version, "4.1.1");
+    let shown = windlass_upgrade(&["plan"]);
+    assert!(
+        shown.contains("~ change Deployment platform-dns/dns-operator:") && shown.contains("image"),
+        "{shown}"
+    );
+    // The cluster moves after the plan was read: the plan now creates what it changed.
+    let config_maps =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(admin.clone(), "platform-updater");
+    config_maps
+        .delete("release", &DeleteParams::default())
+        .await
+        .unwrap();
+    let moved = wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "a new plan",
+        TIMEOUT,
+        |v| {
+            v.status
+                .as_ref()
+                .and_then(|s| s.plan.as_ref())
+                .is_some_and(|p| p.digest != first.digest)
+        },
+    )
+    .await;
+    let second = moved.status.as_ref().unwrap().plan.clone().unwrap();
+    assert!(second.levels.iter().any(|l| {
+        l.create
+            .iter()
+            .any(|o| o == "ConfigMap platform-updater/release")
+    }));
+    // The old plan's approval, written straight into the spec, does not start it.
+    versions
+        .patch(
+            CLUSTER_VERSION_NAME,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"desiredUpdate": {"approvedPlan": first.digest}}})),
+        )
+        .await
+        .unwrap();
+    let (_, message) = refused_with(
+        &versions,
+        "the stale approval refused",
+        reasons::AWAITING_PLAN_APPROVAL,
+    )
+    .await;
+    wait_object(
+        &versions,
+        CLUSTER_VERSION_NAME,
+        "the stale approval judged",
+        TIMEOUT,
+        |v| {
+            v.status.as_ref().and_then(|s| s.observed_generation) == v.metadata.generation
+                && v.status.as_ref().unwrap().history[0].version == "4.1.0"
+        },
+    )
+    .await;
+    let judged = versions.get(CLUSTER_VERSION_NAME).await.unwrap();
+    let text = judged
+        .status
+        .as_ref()
+        .and_then(|s| windlass_api::condition::find(&s.conditions, "ReleaseAccepted"))
+        .map(|c| c.message.clone())
+        .unwrap_or(message);
+    assert!(text.contains("no longer the plan"), "{text}");
+    // The CLI refuses to approve a digest that is not the plan shown.
+    let mut stale = windlass();
+    stale
+        .args(["upgrade", "approve", &first.digest, "--kubeconfig"])
+        .arg(windlass_testkit::kubeconfig_path());
+    assert!(!stale.output().unwrap().status.success());
+    windlass_upgrade(&["approve", &second.digest]);
+    let done = reach(&versions, "4.1.1").await;
+    assert!(
+        done.status
+            .as_ref()
+            .unwrap()
+            .plan
+            .as_ref()
+            .unwrap()
+            .approved
+    );
+    assert!(config_maps.get_opt("release").await.unwrap().is_some());
+    crate::cluster_versions::set_spec(&versions, json!({"approval": "Automatic"})).await;
+}

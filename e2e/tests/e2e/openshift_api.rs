@@ -609,3 +609,206 @@ async fn deletes_degraded_operators_and_updates_in_progress_as_the_cvo_treats_th
     assert_eq!(status(&back)["history"][1]["version"], "4.2.1");
     assert_eq!(status(&back)["history"][1]["state"], "Partial");
 }
+
+/// A throwaway GnuPG home with one signing key, driven through the real `gpg`.
+struct Gpg {
+    home: tempfile::TempDir,
+}
+
+impl Gpg {
+    fn new(user: &str) -> Gpg {
+        let home = tempfile::tempdir().unwrap();
+        let gpg = Gpg { home };
+        gpg.run(&["--quick-gen-key", user, "ed25519", "sign", "never"]);
+        gpg
+    }
+
+    fn run(&self, args: &[&str]) -> Vec<u8> {
+        let output = Command::new("gpg")
+            .env("GNUPGHOME", self.home.path())
+            .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+            .args(args)
+            .output()
+            .expect("running gpg");
+        assert!(
+            output.status.success(),
+            "gpg {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    }
+
+    fn public_key(&self) -> String {
+        String::from_utf8(self.run(&["--armor", "--export"])).unwrap()
+    }
+
+    /// An atomic container signature of `image` (`repo@digest`), as OpenShift's release
+    /// signatures are, written to `store` in the CVO's layout as signature `n`.
+    fn sign_into(&self, store: &std::path::Path, image: &str, n: usize) {
+        let (repository, digest) = image.split_once('@').unwrap();
+        let claim = json!({
+            "critical": {"identity": {"docker-reference": format!("{repository}:release")},
+                         "image": {"docker-manifest-digest": digest},
+                         "type": "atomic container signature"},
+            "optional": {"creator": "windlass e2e"},
+        });
+        let dir = store.join(digest.replace(':', "="));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join(format!("claim-{n}.json"));
+        std::fs::write(&input, claim.to_string()).unwrap();
+        let output = dir.join(format!("signature-{n}"));
+        self.run(&[
+            "--output",
+            output.to_str().unwrap(),
+            "--sign",
+            input.to_str().unwrap(),
+        ]);
+        std::fs::remove_file(input).unwrap();
+    }
+}
+
+/// A directory served over HTTP by Python's own file server on a free loopback port.
+struct FileServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl FileServer {
+    fn serve(dir: &std::path::Path) -> FileServer {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .args([
+                "-u",
+                "-m",
+                "http.server",
+                "0",
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 -m http.server");
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .split_whitespace()
+            .skip_while(|w| *w != "port")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no port in {first:?}"));
+        FileServer {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for FileServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Given the CVO's release verification ConfigMap (an OpenPGP key made with gpg and an HTTP
+/// signature store) and no TrustPolicy, then 4.1.0, signed into the store, is applied and
+/// recorded as verified by that key; 4.1.1, signed by a key the ConfigMap does not hold, is
+/// refused naming the signer until forced, and then recorded as not verified.
+#[tokio::test]
+async fn releases_verify_from_http_signature_stores_as_the_cvo_verifies_them() {
+    require_manager();
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let admin = windlass_testkit::client().await;
+    release_account(&admin).await;
+    let namespace = windlass_testkit::manager::namespace().unwrap();
+    crate::cluster_versions::remove_trust(&admin, &namespace).await;
+    let repository = windlass_testkit::registry().unique_repository("openshift-signed");
+    let (_tags, digests) = push_releases(&repository, &[("4.1.0", "4.1.0"), ("4.1.1", "4.1.1")]);
+    let release_key = Gpg::new("OpenShift release e2e <release@windlass.dev>");
+    let stranger = Gpg::new("someone else <other@windlass.dev>");
+    let store = tempfile::tempdir().unwrap();
+    release_key.sign_into(store.path(), &digests["4.1.0"], 1);
+    stranger.sign_into(store.path(), &digests["4.1.1"], 1);
+    let server = FileServer::serve(store.path());
+
+    let verification: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "release-verification",
+                     "annotations": {"release.openshift.io/verification-config-map": ""}},
+        "data": {"verifier-public-key-e2e": release_key.public_key(), "store-local": server.url},
+    }))
+    .unwrap();
+    let config_maps = Api::<ConfigMap>::namespaced(admin.clone(), &namespace);
+    config_maps
+        .patch(
+            "release-verification",
+            &PatchParams::apply("windlass-e2e").force(),
+            &Patch::Apply(&verification),
+        )
+        .await
+        .unwrap();
+    let _mode = OpenShiftMode::start(&admin).await;
+    let versions = Api::<openshift::ClusterVersion>::all(admin.clone());
+    apply_cluster_version(
+        json!({"clusterID": "6f1c2e3a-windlass-e2e",
+               "desiredUpdate": {"image": digests["4.1.0"], "version": "4.1.0"}}),
+        json!({"plainHTTP": true}),
+    );
+    let at_410 = wait_for(&versions, "4.1.0 completed", |v| completed_at(v, "4.1.0")).await;
+    assert_eq!(
+        status(&at_410)["history"][0]["verified"],
+        true,
+        "{}",
+        status(&at_410)
+    );
+    let (_, _, accepted) = condition(&at_410, "ReleaseAccepted").unwrap();
+    assert!(accepted.contains("release-verification/e2e"), "{accepted}");
+
+    oc_ok(&[
+        "adm",
+        "upgrade",
+        "--to-image",
+        &digests["4.1.1"],
+        "--allow-explicit-upgrade",
+    ]);
+    let refused = wait_for(&versions, "4.1.1 refused", |v| {
+        condition(v, "ReleaseAccepted")
+            .is_some_and(|c| c.0 == "False" && c.1 == reasons::VERIFICATION_FAILED)
+    })
+    .await;
+    let (_, _, message) = condition(&refused, "ReleaseAccepted").unwrap();
+    assert!(
+        message.contains("not verified by the release verification keys")
+            && message.contains("signature-1"),
+        "{message}"
+    );
+    assert_eq!(status(&refused)["history"][0]["version"], "4.1.0");
+    oc_ok(&[
+        "adm",
+        "upgrade",
+        "--to-image",
+        &digests["4.1.1"],
+        "--allow-explicit-upgrade",
+        "--force",
+    ]);
+    let at_411 = wait_for(&versions, "4.1.1 completed, forced", |v| {
+        completed_at(v, "4.1.1")
+    })
+    .await;
+    let top = &status(&at_411)["history"][0];
+    assert_eq!(top["verified"], false);
+    assert!(
+        top["acceptedRisks"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("force"),
+        "{top}"
+    );
+    config_maps
+        .delete("release-verification", &DeleteParams::default())
+        .await
+        .unwrap();
+}

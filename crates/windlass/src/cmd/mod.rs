@@ -22,3 +22,4 @@ pub mod release_registry;
 pub mod status;
 pub mod trust;
 pub mod upgrade;
+pub mod upgrade_view;
