@@ -468,11 +468,11 @@ subjects:
     );
     vec![
         ("cluster_role.yaml", cluster_role),
-        ("openshift_role.yaml", openshift),
         ("custom_resources_role.yaml", custom_resources),
         ("role.yaml", role),
         ("view_role.yaml", view),
         ("package_reader_role.yaml", package_reader),
+        ("openshift_role.yaml", openshift),
     ]
 }
 
@@ -688,11 +688,11 @@ subjects:
     );
     vec![
         ("clusterrole.yaml", cluster_role),
-        ("clusterrole-openshift.yaml", openshift),
         ("clusterrole-custom-resources.yaml", custom_resources),
         ("role.yaml", role),
         ("clusterrole-view.yaml", view),
         ("clusterrole-package-reader.yaml", package_reader),
+        ("clusterrole-openshift.yaml", openshift),
     ]
 }
 
