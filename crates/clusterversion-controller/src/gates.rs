@@ -85,7 +85,12 @@ pub async fn forward_update(
     }
     let passed: Vec<&str> = findings
         .iter()
-        .filter(|f| f.kind != FindingKind::NotUpgradeable)
+        .filter(|f| {
+            !matches!(
+                f.kind,
+                FindingKind::NotUpgradeable | FindingKind::NotEvaluated
+            )
+        })
         .map(|f| f.name.as_str())
         .collect();
     let mut accepted = String::new();

@@ -106,21 +106,37 @@ pub async fn findings(
             .unwrap_or(0);
         found.extend(readiness::apis_no_longer_served(&live, crd, objects));
     }
-    // Critical alerts, where the cluster says where to ask.
+    // Critical alerts, where the cluster says where to ask; a query that fails is shown, as
+    // a finding that holds nothing (the update's own risks judge Prometheus's absence).
     if let Some(spec) = &version.spec.prometheus {
-        let endpoint = promql::endpoint(&ctx.shell.client, &ctx.namespace, spec).await?;
-        let answer = endpoint.query(CRITICAL_ALERTS).await?;
-        if answer.status != "success" {
-            return Err(format!(
-                "asking for critical alerts: {}",
-                answer.error.unwrap_or_default()
-            ));
-        }
-        if let Some(data) = &answer.data {
-            found.extend(readiness::critical_alerts(&data.result));
+        match critical_alerts(ctx, spec).await {
+            Ok(alerts) => found.extend(alerts),
+            Err(why) => found.push(Finding {
+                name: "CriticalAlerts".into(),
+                kind: FindingKind::NotEvaluated,
+                message: format!("critical alerts could not be read: {why}"),
+            }),
         }
     }
     Ok(found)
+}
+
+async fn critical_alerts(
+    ctx: &Context,
+    spec: &windlass_api::clusterversion::PrometheusEndpoint,
+) -> Result<Vec<Finding>, String> {
+    let endpoint = promql::endpoint(&ctx.shell.client, &ctx.namespace, spec).await?;
+    let answer = endpoint.query(CRITICAL_ALERTS).await?;
+    if answer.status != "success" {
+        return Err(format!(
+            "asking for critical alerts: {}",
+            answer.error.unwrap_or_default()
+        ));
+    }
+    Ok(answer
+        .data
+        .map(|data| readiness::critical_alerts(&data.result))
+        .unwrap_or_default())
 }
 
 /// The report as status shows it, each finding marked accepted or not.
@@ -142,10 +158,15 @@ pub fn report(loaded: &Loaded, findings: &[Finding], accepted: &[String]) -> Rel
 
 /// The findings that hold the update: those not accepted, leaving out components that are
 /// not upgradeable, which block minor and major updates only and are judged with the other
-/// preconditions.
+/// preconditions, and checks that could not be made.
 pub fn holding<'a>(findings: &'a [Finding], accepted: &[String]) -> Vec<&'a Finding> {
     readiness::unaccepted(findings, accepted)
         .into_iter()
-        .filter(|f| f.kind != FindingKind::NotUpgradeable)
+        .filter(|f| {
+            !matches!(
+                f.kind,
+                FindingKind::NotUpgradeable | FindingKind::NotEvaluated
+            )
+        })
         .collect()
 }

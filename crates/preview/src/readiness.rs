@@ -22,6 +22,9 @@ pub enum FindingKind {
     NotUpgradeable,
     /// A critical alert is firing.
     CriticalAlert,
+    /// A check that could not be made (its source did not answer): shown so nobody reads
+    /// silence as health, never holding an update by itself.
+    NotEvaluated,
 }
 
 /// One thing that would block or break the update.

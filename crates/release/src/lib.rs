@@ -56,6 +56,7 @@ pub mod preview;
 pub mod progress;
 pub mod render;
 pub mod risk;
+pub mod substitute;
 pub mod synthetic;
 
 pub use error::{GraphError, InvalidPayload, PayloadError};

@@ -53,6 +53,7 @@ mod package_views;
 mod plan_preview;
 mod private_registry;
 mod registry_and_helm;
+mod release_components;
 mod release_payloads;
 mod signatures;
 mod signed_catalogs;

@@ -17,6 +17,7 @@ pub mod package_build;
 pub mod package_push;
 pub mod plan;
 pub mod release;
+pub mod release_components;
 pub mod release_graph;
 pub mod release_registry;
 pub mod status;

@@ -15,6 +15,7 @@ use windlass_release::{
 };
 
 use super::bundle_registry::RegistryArgs;
+use super::release_components;
 use super::release_registry as registry;
 
 #[derive(clap::Subcommand)]
@@ -82,8 +83,17 @@ pub struct InspectArgs {
 
 #[derive(clap::Args)]
 pub struct NewArgs {
+    /// A payload directory (`manifests/`, `release-manifests/`), the release's own objects.
+    #[arg(long, required_unless_present = "component")]
+    pub from_dir: Option<PathBuf>,
+    /// An operator's `manifests/` folder with its `image-references` (repeat): its files go to
+    /// `release-manifests/`, every image they name pinned by digest.
     #[arg(long)]
-    pub from_dir: PathBuf,
+    pub component: Vec<PathBuf>,
+    /// Pins a component's image tag: `NAME=REPOSITORY@sha256:...` (repeat); a tag given no
+    /// pin is resolved to its digest in its registry.
+    #[arg(long)]
+    pub image: Vec<String>,
     #[arg(long)]
     pub version: Version,
     /// Versions that may update to this one (repeat or comma-separate).
@@ -282,22 +292,27 @@ fn same_set<T: Ord + Clone>(a: &[T], b: &[T]) -> bool {
 
 /// The payload files of `dir` with release-metadata and image-references written or checked.
 fn payload_tree(args: &NewArgs) -> anyhow::Result<FileTree> {
-    let read = FileTree::read_dir(&args.from_dir, Limits::default())
-        .with_context(|| format!("reading {}", args.from_dir.display()))?;
-    let mut tree = FileTree {
-        files: read
+    let mut tree = FileTree::default();
+    if let Some(from_dir) = &args.from_dir {
+        let read = FileTree::read_dir(from_dir, Limits::default())
+            .with_context(|| format!("reading {}", from_dir.display()))?;
+        tree.files = read
             .files
             .into_iter()
             .filter(|(k, _)| k.starts_with("manifests/") || k.starts_with("release-manifests/"))
-            .collect(),
-    };
-    if tree.under("release-manifests").next().is_none() {
-        bail!(
-            "{}: no release-manifests/ directory, so this is not a release payload",
-            args.from_dir.display()
-        );
+            .collect();
     }
-    let dir = args.from_dir.display();
+    let pins = release_components::pins(&args.image)?;
+    let components =
+        release_components::add_components(&mut tree, &args.component, &pins, &args.registry)?;
+    let dir = args
+        .from_dir
+        .as_ref()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|| "the components".to_string());
+    if tree.under("release-manifests").next().is_none() {
+        bail!("{dir}: no release-manifests/ directory, so this is not a release payload");
+    }
     match tree.get(METADATA_FILE) {
         Some(bytes) => {
             let found = ReleaseMetadata::parse(METADATA_FILE, bytes)
@@ -341,13 +356,26 @@ fn payload_tree(args: &NewArgs) -> anyhow::Result<FileTree> {
             tree.files.insert(METADATA_FILE.into(), metadata.to_json());
         }
     }
-    if tree.get(IMAGE_REFERENCES_FILE).is_none() {
-        let (manifests, _) = read_manifests(&tree, &dir.to_string(), &LoadOptions::default())?;
-        let refs = generate_image_references(&args.version.to_string(), &manifests);
-        tree.files.insert(
-            IMAGE_REFERENCES_FILE.into(),
-            refs.to_file_text().into_bytes(),
-        );
+    match tree.get(IMAGE_REFERENCES_FILE) {
+        None => {
+            let (manifests, _) = read_manifests(&tree, &dir, &LoadOptions::default())?;
+            let refs = generate_image_references(&args.version.to_string(), &manifests);
+            let refs = release_components::merged(refs, components);
+            tree.files.insert(
+                IMAGE_REFERENCES_FILE.into(),
+                refs.to_file_text().into_bytes(),
+            );
+        }
+        Some(bytes) if !components.is_empty() => {
+            let refs = windlass_release::ImageReferences::parse(IMAGE_REFERENCES_FILE, bytes)
+                .map_err(|e| anyhow::anyhow!("{dir}/{e}"))?;
+            let refs = release_components::merged(refs, components);
+            tree.files.insert(
+                IMAGE_REFERENCES_FILE.into(),
+                refs.to_file_text().into_bytes(),
+            );
+        }
+        Some(_) => {}
     }
     Ok(tree)
 }
@@ -366,7 +394,11 @@ fn created_now() -> String {
 
 fn new(args: NewArgs) -> anyhow::Result<ExitCode> {
     let tree = payload_tree(&args)?;
-    let source = args.from_dir.display().to_string();
+    let source = args
+        .from_dir
+        .as_ref()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|| "the components".to_string());
     let payload = Payload::from_tree(&tree, &source, &LoadOptions::default())?;
     for warning in &payload.warnings {
         eprintln!("warning: {warning}");
