@@ -226,28 +226,59 @@ pub async fn run(
         run_openshift(client, ctx, drifted, shutdown).await;
         return Ok(());
     }
-    let versions = Api::<ClusterVersion>::all(client);
-    let results = runner::controller_for(versions, watcher::Config::default())
+    drive(
+        Api::<ClusterVersion>::all(client),
+        ctx,
+        drifted,
+        shutdown,
+        |version, ctx| async move { reconcile(version, ctx).await },
+    )
+    .await;
+    Ok(())
+}
+
+/// Runs the controller over `api`'s objects: only the one named `version` is acted on, through
+/// `decide`, whichever API adapter it is.
+async fn drive<K, F, Fut>(
+    api: Api<K>,
+    ctx: Arc<Context>,
+    drifted: impl futures::Stream<Item = ()> + Send + 'static,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    decide: F,
+) where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    F: Fn(Arc<K>, Arc<Context>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    let results = runner::controller_for(api, watcher::Config::default())
         .reconcile_all_on(drifted)
         .graceful_shutdown_on(shutdown)
         .run(
-            |version, ctx: Arc<Context>| async move {
-                if version.name_any() != windlass_api::clusterversion::CLUSTER_VERSION_NAME {
-                    tracing::warn!(name = %version.name_any(), "only the ClusterVersion named `version` is acted on");
-                    return Ok(Action::await_change());
+            move |object: Arc<K>, ctx: Arc<Context>| {
+                let decide = decide.clone();
+                async move {
+                    if object.name_any() != windlass_api::clusterversion::CLUSTER_VERSION_NAME {
+                        tracing::warn!(name = %object.name_any(), "only the ClusterVersion named `version` is acted on");
+                        return Ok(Action::await_change());
+                    }
+                    runner::observed(
+                        ctx.shell.metrics.as_ref(),
+                        object.as_ref(),
+                        Box::pin(decide(object.clone(), ctx.clone())),
+                    )
+                    .await
                 }
-                runner::observed(
-                    ctx.shell.metrics.as_ref(),
-                    version.as_ref(),
-                    Box::pin(reconcile(version.clone(), ctx.clone())),
-                )
-                .await
             },
             runner::error_policy,
             ctx,
         );
     runner::drain(results).await;
-    Ok(())
 }
 
 /// Stops the watches it holds when the controller stops.
@@ -269,41 +300,33 @@ async fn run_openshift(
     drifted: impl futures::Stream<Item = ()> + Send + 'static,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let versions = Api::<windlass_api::openshift::ClusterVersion>::all(client);
-    let results = runner::controller_for(versions, watcher::Config::default())
-        .reconcile_all_on(drifted)
-        .graceful_shutdown_on(shutdown)
-        .run(
-            |version, ctx: Arc<Context>| async move {
-                if version.name_any() != windlass_api::clusterversion::CLUSTER_VERSION_NAME {
-                    tracing::warn!(name = %version.name_any(), "only the ClusterVersion named `version` is acted on");
-                    return Ok(Action::await_change());
-                }
-                let uid = version.uid().unwrap_or_default();
-                let kept = openshift::kept_status(&ctx.config_maps(), &uid)
-                    .await
-                    .map_err(|source| Error::Status { source })?;
-                let status = kept
-                    .unwrap_or_else(|| openshift::imported_status(version.status.as_ref()));
-                let spec = match openshift::spec_of(&version) {
-                    Ok(spec) => spec,
-                    Err(message) => {
-                        let windlass = openshift::as_windlass(&version, Default::default(), status);
-                        return record::refuse_spec(&ctx, &windlass, message).await;
-                    }
-                };
-                let windlass = Arc::new(openshift::as_windlass(&version, spec, status));
-                runner::observed(
-                    ctx.shell.metrics.as_ref(),
-                    version.as_ref(),
-                    Box::pin(reconcile(windlass, ctx.clone())),
-                )
+    drive(
+        Api::<windlass_api::openshift::ClusterVersion>::all(client),
+        ctx,
+        drifted,
+        shutdown,
+        |version, ctx| async move {
+            let uid = version.uid().unwrap_or_default();
+            let kept = openshift::kept_status(&ctx.config_maps(), &uid)
                 .await
-            },
-            runner::error_policy,
-            ctx,
-        );
-    runner::drain(results).await;
+                .map_err(|source| Error::Status { source })?;
+            let status =
+                kept.unwrap_or_else(|| openshift::imported_status(version.status.as_ref()));
+            let spec = match openshift::spec_of(&version) {
+                Ok(spec) => spec,
+                Err(message) => {
+                    let windlass = openshift::as_windlass(&version, Default::default(), status);
+                    return record::refuse_spec(&ctx, &windlass, message).await;
+                }
+            };
+            reconcile(
+                Arc::new(openshift::as_windlass(&version, spec, status)),
+                ctx,
+            )
+            .await
+        },
+    )
+    .await;
 }
 
 /// How often a settled cluster is compared with its release even when no watch said anything

@@ -170,6 +170,14 @@ async fn request(mut args: UpgradeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The ClusterVersion, or an error saying there is none (and `then`, what to do about it).
+async fn existing(versions: &Api<ClusterVersion>, then: &str) -> anyhow::Result<ClusterVersion> {
+    match versions.get_opt(CLUSTER_VERSION_NAME).await? {
+        Some(version) => Ok(version),
+        None => bail!("there is no ClusterVersion `{CLUSTER_VERSION_NAME}`{then}"),
+    }
+}
+
 /// The newest release by version.
 pub(crate) fn newest(releases: &[AvailableRelease]) -> Option<&AvailableRelease> {
     releases.iter().max_by(|a, b| {
@@ -187,9 +195,7 @@ pub(crate) fn newest(releases: &[AvailableRelease]) -> Option<&AvailableRelease>
 /// rollback, which `windlass upgrade --to-image` of the older release asks for.
 async fn clear(kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let versions = api(kubeconfig.as_ref()).await?;
-    let Some(version) = versions.get_opt(CLUSTER_VERSION_NAME).await? else {
-        bail!("there is no ClusterVersion `{CLUSTER_VERSION_NAME}`: nothing to clear");
-    };
+    let version = existing(&versions, ": nothing to clear").await?;
     let Some(desired) = version.spec.desired_update.as_ref() else {
         println!("no update is asked for");
         return Ok(ExitCode::SUCCESS);
@@ -247,18 +253,14 @@ async fn set_channel(
 
 async fn recommend(kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let versions = api(kubeconfig.as_ref()).await?;
-    let Some(version) = versions.get_opt(CLUSTER_VERSION_NAME).await? else {
-        bail!("there is no ClusterVersion `{CLUSTER_VERSION_NAME}`");
-    };
+    let version = existing(&versions, "").await?;
     print!("{}", upgrade_view::render_recommend(&version));
     Ok(ExitCode::SUCCESS)
 }
 
 async fn plan(kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let versions = api(kubeconfig.as_ref()).await?;
-    let Some(version) = versions.get_opt(CLUSTER_VERSION_NAME).await? else {
-        bail!("there is no ClusterVersion `{CLUSTER_VERSION_NAME}`");
-    };
+    let version = existing(&versions, "").await?;
     let Some(plan) = version.status.as_ref().and_then(|s| s.plan.as_ref()) else {
         bail!(
             "no plan to show: plans are made for updates asked for with spec.approval: Manual, once their other checks pass (`windlass upgrade status` says where the update stands)"
@@ -272,9 +274,7 @@ async fn plan(kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
 /// read, never for a plan that changed since.
 async fn approve(digest: &str, kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let versions = api(kubeconfig.as_ref()).await?;
-    let Some(version) = versions.get_opt(CLUSTER_VERSION_NAME).await? else {
-        bail!("there is no ClusterVersion `{CLUSTER_VERSION_NAME}`");
-    };
+    let version = existing(&versions, "").await?;
     let shown = version
         .status
         .as_ref()
@@ -315,11 +315,11 @@ async fn approve(digest: &str, kubeconfig: Option<PathBuf>) -> anyhow::Result<Ex
 
 async fn status(kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let versions = api(kubeconfig.as_ref()).await?;
-    let Some(version) = versions.get_opt(CLUSTER_VERSION_NAME).await? else {
-        bail!(
-            "there is no ClusterVersion `{CLUSTER_VERSION_NAME}`: `windlass upgrade --to-image REF` asks for a release"
-        );
-    };
+    let version = existing(
+        &versions,
+        ": `windlass upgrade --to-image REF` asks for a release",
+    )
+    .await?;
     print!("{}", upgrade_view::render(&version, Timestamp::now()));
     Ok(ExitCode::SUCCESS)
 }
