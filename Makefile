@@ -107,7 +107,7 @@ verify: lint crds rbac admission openshift-api ## lint, then regenerate CRDs, RB
 	fi
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks on the local control plane: install and release update times vs kubectl, rollback times, 1,000 Subscriptions, 15 idle minutes of writes, RSS, a 100,000-bundle Catalog, Package views of the corpus, operand snapshot and restore of 1,000 custom resources; package build/push vs skopeo
+bench-e2e: ## Benchmarks on the local control plane: install and release update times vs kubectl, rollback times, 1,000 Subscriptions, 15 idle minutes of writes, RSS, a 100,000-bundle Catalog, Package views of the corpus, operand snapshot and restore of 1,000 custom resources; package build/push vs skopeo; fleet wave decisions for 1,000 members
 	$(CARGO) build --release -p windlass
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench csv_install
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench lifecycle -- install
@@ -119,6 +119,11 @@ bench-e2e: ## Benchmarks on the local control plane: install and release update 
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench release_update
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(E2E)/with-cluster.sh $(CARGO) bench -p windlass-e2e --bench operands
 	WINDLASS_MANAGER_BIN=$(TARGET_DIR)/release/windlass $(CARGO) bench -p windlass-e2e --bench package
+	$(CARGO) bench -p windlass-fleet --bench fleet_waves
+
+.PHONY: bench-fleet
+bench-fleet: ## The fleet controller's wave decisions over 1,000 simulated member clusters: time per decision, peak memory
+	$(CARGO) bench -p windlass-fleet --bench fleet_waves
 
 # The manager image without a container engine (crates/windlass/Containerfile is for those with
 # one, and describes the same image). No musl target here: a static glibc build

@@ -3,7 +3,8 @@
 //! (InstallPolicy) and what that lets each namespace do (InstallScope); what the catalogs offer
 //! (Package); and which release of the platform the cluster runs (ClusterVersion); which keys
 //! must have signed what (TrustPolicy); where a site's registries serve copies of the images
-//! bundles name (ImageMirrorSet).
+//! bundles name (ImageMirrorSet); and, in a hub cluster, which member clusters form a fleet
+//! (Fleet) and one change rolled out over them in waves (Rollout).
 //!
 //! Short names never collide with OLM's (`csv`, `sub`, `ip`, `catsrc`, `og`), so windlass and
 //! OLM can live in one cluster; every kind is in the `windlass` category (`kubectl get windlass`).
@@ -17,12 +18,14 @@ pub mod clusterversion;
 pub mod condition;
 pub mod config;
 pub mod csv;
+pub mod fleet;
 pub mod mirror;
 pub mod names;
 pub mod openshift;
 pub mod package;
 pub mod policy;
 pub mod scope;
+pub mod selector;
 pub mod subscription;
 pub mod trust;
 
@@ -45,7 +48,8 @@ pub use trust::{TrustPolicy, TrustPolicySpec};
 
 /// The API group of every windlass kind.
 pub const GROUP: &str = "windlass.dev";
-pub use names::FIELD_MANAGER;
+pub use fleet::{Fleet, FleetSpec, Rollout, RolloutSpec, RolloutStatus};
+pub use names::{FIELD_MANAGER, FLEET_FIELD_MANAGER};
 
 /// Every CRD of the API, in the order they are written to `config/crd`.
 pub fn crds()
@@ -63,6 +67,8 @@ pub fn crds()
         TrustPolicy::crd(),
         Package::crd(),
         ImageMirrorSet::crd(),
+        Fleet::crd(),
+        Rollout::crd(),
     ]
 }
 

@@ -19,9 +19,20 @@ pub const HUB_FIELD_MANAGER: &str = "windlass-hub";
 /// of entries (either relists what the other delisted) instead of refusing each other's as
 /// another tool's.
 pub const DELIST_FIELD_MANAGER: &str = CLI_FIELD_MANAGER;
+/// The field manager of what a hub's fleet controller writes in member clusters (their
+/// Subscriptions, approvals, rollbacks, ClusterVersion updates): a person's change made
+/// through the hub, which the member's own controllers do not take back.
+pub const FLEET_FIELD_MANAGER: &str = "windlass-fleet";
+/// The keys of a member Secret that may hold its kubeconfig, in the order they are tried:
+/// windlass's own, then Cluster API's (`<cluster>-kubeconfig` Secrets keep it in `value`).
+pub const FLEET_KUBECONFIG_KEYS: [&str; 2] = ["kubeconfig", "value"];
 
 /// Labels windlass puts on what it creates.
 pub mod labels {
+    /// On a Secret in a hub's manager namespace: it holds a member cluster's kubeconfig. The
+    /// value names the member (the Secret's name when empty); the Secret's other labels are
+    /// what Fleets and waves select members by.
+    pub const FLEET_MEMBER: &str = "windlass.dev/fleet-member";
     /// Standard label naming the tool that manages an object.
     pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
     /// The value of [`MANAGED_BY`] on everything windlass creates.
@@ -195,6 +206,8 @@ pub mod controllers {
     pub const INSTALL_SCOPE: &str = "windlass-install-scope";
     pub const PACKAGE_VIEW: &str = "windlass-package-view";
     pub const CLUSTER_VERSION: &str = "windlass-clusterversion";
+    /// Reports on Fleets and Rollouts, in the hub.
+    pub const FLEET: &str = "windlass-fleet";
     /// Reports on ImageMirrorSets (rules it leaves out).
     pub const MIRRORS: &str = "windlass-mirrors";
 }
@@ -202,6 +215,19 @@ pub mod controllers {
 /// Condition types, per kind.
 pub mod conditions {
     /// A Subscription's conditions.
+    /// A Rollout's conditions.
+    pub mod rollout {
+        /// True once nothing more is rolled out: a member failed or rolled back, a wave missed
+        /// its deadline, the spec is invalid, or a fleet rollback was asked for.
+        pub const HALTED: &str = "Halted";
+        /// True once every wave is done and healthy.
+        pub const COMPLETED: &str = "Completed";
+    }
+    /// A Fleet's conditions.
+    pub mod fleet {
+        /// Its members are selected (the status lists them).
+        pub const READY: &str = "Ready";
+    }
     pub mod subscription {
         /// Whether the catalogs offer something that satisfies the Subscription (the
         /// explanation when not).
@@ -299,6 +325,17 @@ pub mod conditions {
 /// Condition reasons people and programs match on.
 pub mod reasons {
     /// Why a Blueprint is where it is (Ready, RollbackAllowed, CRDUpgradeSafe, CRDsKept).
+    /// Reasons of a Rollout's and a Fleet's conditions.
+    pub mod rollout {
+        pub const MEMBER_FAILED: &str = "MemberFailed";
+        pub const WAVE_DEADLINE_EXCEEDED: &str = "WaveDeadlineExceeded";
+        pub const INVALID_SPEC: &str = "InvalidSpec";
+        pub const ROLLED_BACK_BY_REQUEST: &str = "RollbackRequested";
+        pub const NOT_HALTED: &str = "NotHalted";
+        pub const ALL_WAVES_DONE: &str = "AllWavesDone";
+        pub const NOT_DONE: &str = "NotDone";
+        pub const MEMBERS_SELECTED: &str = "MembersSelected";
+    }
     pub mod blueprint {
         /// No catalog serves the bundle the Blueprint names yet.
         pub const WAITING_FOR_BUNDLE: &str = "WaitingForBundle";

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use windlass_api::selector::label_selector_matches;
 use windlass_api::{
     names::reasons::policy as reasons,
     policy::{ClusterScopedGrant, InstallModeType, InstallPolicy, InstallPolicySpec, Revocation},
@@ -119,28 +119,7 @@ pub fn selects(policy: &InstallPolicySpec, namespace: &NamespaceFacts<'_>) -> bo
         || policy
             .namespace_selector
             .as_ref()
-            .is_some_and(|s| selector_matches(s, namespace.labels))
-}
-
-fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let labels_match = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let expressions_match = selector.match_expressions.iter().flatten().all(|e| {
-        let values = e.values.as_deref().unwrap_or_default();
-        let value = labels.get(&e.key);
-        match e.operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            // An operator Kubernetes does not know matches nothing, rather than everything.
-            _ => false,
-        }
-    });
-    labels_match && expressions_match
+            .is_some_and(|s| label_selector_matches(s, namespace.labels))
 }
 
 /// What `spec` (or the baseline, `None`) lacks for `request`; empty when it permits it.

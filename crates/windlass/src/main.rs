@@ -36,6 +36,10 @@ enum Command {
     Manager(manager::ManagerArgs),
     /// Move the platform to a release payload, or show where the update stands (`upgrade status`).
     Upgrade(cmd::upgrade::UpgradeArgs),
+    /// A hub's member clusters and the rollouts over them in waves: register, status, plan,
+    /// approve, rollback.
+    #[command(subcommand)]
+    Fleet(cmd::fleet::FleetCommand),
     /// Serve the hub page and its read API: browse catalogs, install, approve, roll back,
     /// delist and relist.
     Hub(cmd::hub::HubArgs),
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         Command::Release(command) => cmd::release::run(command),
         Command::Manager(args) => manager::run(args),
         Command::Upgrade(args) => cmd::upgrade::run(args),
+        Command::Fleet(command) => cmd::fleet::run(command),
         Command::Hub(args) => cmd::hub::run(args),
         Command::Rollback(args) => cmd::lifecycle::rollback(args),
         Command::Resume(args) => cmd::lifecycle::resume(args),

@@ -32,6 +32,7 @@ mod crd_upgrade_classes;
 mod csv_controller;
 mod drift_repairs;
 mod examples;
+mod fleet;
 mod helm_chart;
 mod hub_api;
 mod hub_browser;

@@ -59,8 +59,17 @@ fn windlass_resources(suffix: &str) -> Vec<String> {
         .collect()
 }
 
-/// The kinds only cluster admins write; the manager reads them.
-const ADMIN_WRITTEN: [&str; 3] = ["InstallPolicy", "TrustPolicy", "ImageMirrorSet"];
+/// The kinds only cluster admins write; the manager reads them (and writes the status of
+/// those with [`ADMIN_WRITTEN_WITH_STATUS`]).
+const ADMIN_WRITTEN: [&str; 5] = [
+    "InstallPolicy",
+    "TrustPolicy",
+    "ImageMirrorSet",
+    "Fleet",
+    "Rollout",
+];
+/// Of those, the kinds whose status the manager writes.
+const ADMIN_WRITTEN_WITH_STATUS: [&str; 2] = ["fleets", "rollouts"];
 
 /// What the manager may do anywhere in the cluster (the ClusterRole).
 fn cluster_rules() -> Vec<Rule> {
@@ -89,6 +98,26 @@ fn cluster_rules() -> Vec<Rule> {
                 "imagemirrorsets".to_string(),
             ],
             verbs: READ,
+            resource_names: None,
+        },
+        Rule {
+            why: &[
+                "A hub's Fleets and Rollouts: cluster admins write them (a Rollout acts with the member",
+                "clusters' credentials); the fleet controller reads them and writes their status.",
+            ],
+            api_groups: group.clone(),
+            resources: ADMIN_WRITTEN_WITH_STATUS.iter().map(|r| r.to_string()).collect(),
+            verbs: READ,
+            resource_names: None,
+        },
+        Rule {
+            why: &["The status of Fleets and Rollouts: members selected, waves, clusters done and failed."],
+            api_groups: group.clone(),
+            resources: ADMIN_WRITTEN_WITH_STATUS
+                .iter()
+                .map(|r| format!("{r}/status"))
+                .collect(),
+            verbs: &["get", "update", "patch"],
             resource_names: None,
         },
         Rule {
@@ -294,6 +323,44 @@ fn openshift_rules() -> Vec<Rule> {
     ]
 }
 
+/// What a hub's fleet controller may do in a member cluster: no more than it writes there.
+fn fleet_member_rules() -> Vec<Rule> {
+    vec![
+        rule(
+            &[
+                "The Subscription a Rollout rolls out: read, and created or changed by server-side apply",
+                "(in whichever namespace the Rollout names; bind it with a RoleBinding per namespace",
+                "instead of the ClusterRoleBinding to narrow that).",
+            ],
+            &[windlass_api::GROUP],
+            &["subscriptions"],
+            &["get", "create", "patch"],
+        ),
+        rule(
+            &[
+                "The Subscription's Blueprint: read for its phase and plan, patched to approve the plan a",
+                "person approved in the hub (spec.approvedPlan) or to roll back to a stored revision.",
+            ],
+            &[windlass_api::GROUP],
+            &["blueprints"],
+            &["get", "patch"],
+        ),
+        rule(
+            &["A release Rollout: the ClusterVersion's desired update, read and patched."],
+            &[windlass_api::GROUP],
+            &["clusterversions"],
+            &["get", "patch"],
+        ),
+    ]
+}
+
+/// Why the fleet member role exists.
+const FLEET_MEMBER_WHY: &str = "\
+# For member clusters of a fleet, not the hub: apply this in each member, then make a token for
+# the windlass-fleet ServiceAccount and register it in the hub (`windlass fleet register`; see
+# the README). It is all a hub can do in the member: no Secrets, no workloads, no RBAC.
+";
+
 /// Why the OpenShift role exists.
 const OPENSHIFT_WHY: &str = "\
 # Only for a manager run with --release-api=openshift (the chart's release.api: openshift):
@@ -466,6 +533,33 @@ subjects:
 ",
         render_rules(&openshift_rules(), Target::Plain)
     );
+    let fleet_member = format!(
+        "{GENERATED}{FLEET_MEMBER_WHY}apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: windlass-fleet
+  namespace: windlass-system
+{PLAIN_LABELS}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: windlass-fleet-member
+{PLAIN_LABELS}{}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: windlass-fleet-member
+{PLAIN_LABELS}roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: windlass-fleet-member
+subjects:
+- kind: ServiceAccount
+  name: windlass-fleet
+  namespace: windlass-system
+",
+        render_rules(&fleet_member_rules(), Target::Plain)
+    );
     vec![
         ("cluster_role.yaml", cluster_role),
         ("custom_resources_role.yaml", custom_resources),
@@ -473,6 +567,7 @@ subjects:
         ("view_role.yaml", view),
         ("package_reader_role.yaml", package_reader),
         ("openshift_role.yaml", openshift),
+        ("fleet_member.yaml", fleet_member),
     ]
 }
 
@@ -757,6 +852,12 @@ mod tests {
                         .iter()
                         .any(|r| r.resources.contains(&plural) && r.verbs != READ),
                     "the manager never writes {plural}"
+                );
+                let status = format!("{plural}/status");
+                assert_eq!(
+                    rules.iter().any(|r| r.resources.contains(&status)),
+                    ADMIN_WRITTEN_WITH_STATUS.contains(&plural.as_str()),
+                    "{status}"
                 );
                 continue;
             }

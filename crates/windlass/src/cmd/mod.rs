@@ -10,6 +10,7 @@ pub mod catalog_graph;
 pub mod catalog_list;
 pub mod catalog_problems;
 pub mod catalog_render;
+pub mod fleet;
 pub mod hub;
 pub mod lifecycle;
 pub mod package;

@@ -71,7 +71,7 @@ const OPENSHIFT_CRDS: [&str; 2] = [
 ];
 
 /// The CRDs the controllers need Established before they start.
-const CRDS: [&str; 10] = [
+const CRDS: [&str; 12] = [
     "catalogs.windlass.dev",
     "packages.windlass.dev",
     "subscriptions.windlass.dev",
@@ -82,6 +82,8 @@ const CRDS: [&str; 10] = [
     "clusterversions.windlass.dev",
     "trustpolicies.windlass.dev",
     "imagemirrorsets.windlass.dev",
+    "fleets.windlass.dev",
+    "rollouts.windlass.dev",
 ];
 
 pub fn run(args: ManagerArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -325,6 +327,17 @@ async fn run_async(args: ManagerArgs) -> anyhow::Result<()> {
                     client.clone(),
                     store.clone(),
                     registry.controller("package"),
+                    until_shutdown(shutdown_rx.clone()),
+                ),
+            ),
+            // A hub's rollouts are cluster-scoped and read member Secrets from the manager's
+            // namespace; a cluster with no Rollout spends nothing on it.
+            scope::only_if(
+                runs(scope::Controller::Fleet) && args.watch_namespace.is_none(),
+                windlass_fleet_controller::run(
+                    client.clone(),
+                    args.namespace.clone(),
+                    registry.controller("fleet"),
                     until_shutdown(shutdown_rx.clone()),
                 ),
             ),

@@ -30,10 +30,12 @@ pub enum Controller {
     /// The Package views of what the catalogs serve (runs beside `catalog`).
     #[value(name = "package")]
     Package,
+    /// A hub's Fleets and Rollouts (cluster-wide only).
+    Fleet,
 }
 
 impl Controller {
-    pub const ALL: [Controller; 7] = [
+    pub const ALL: [Controller; 8] = [
         Controller::Catalog,
         Controller::Subscription,
         Controller::Blueprint,
@@ -41,6 +43,7 @@ impl Controller {
         Controller::InstallScope,
         Controller::ClusterVersion,
         Controller::Package,
+        Controller::Fleet,
     ];
 }
 
@@ -79,7 +82,8 @@ mod tests {
                 "clusterserviceversion",
                 "installscope",
                 "clusterversion",
-                "package"
+                "package",
+                "fleet"
             ]
         );
     }
