@@ -60,6 +60,33 @@ e2e: ## End-to-end tests against the local control plane (starts it and the mana
 build: ## Build every crate, test and benchmark
 	$(CARGO) build --workspace --all-targets
 
+# Where `make install` puts windlass: under ~/.local, which needs no root and whose bin/ most
+# distributions put on PATH; `make install PREFIX=/usr/local` (as root) installs for everyone.
+# BINDIR and DATADIR follow PREFIX unless set; DESTDIR stages the tree for a package.
+PREFIX ?= $(HOME)/.local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+COMPLETIONS := bash-completion/completions/windlass zsh/site-functions/_windlass \
+	fish/vendor_completions.d/windlass.fish
+
+.PHONY: install
+install: ## Build the release binary; install windlass, the kubectl plugin (kubectl windlass) and bash/zsh/fish completions under PREFIX (~/.local)
+	$(CARGO) build --release -p windlass
+	install -d "$(DESTDIR)$(BINDIR)" $(foreach f,$(COMPLETIONS),"$(DESTDIR)$(DATADIR)/$(dir $(f))")
+	install -m 0755 "$(TARGET_DIR)/release/windlass" "$(DESTDIR)$(BINDIR)/windlass"
+	ln -sfn windlass "$(DESTDIR)$(BINDIR)/kubectl-windlass"
+	"$(DESTDIR)$(BINDIR)/windlass" completion kubectl > "$(DESTDIR)$(BINDIR)/kubectl_complete-windlass"
+	chmod 0755 "$(DESTDIR)$(BINDIR)/kubectl_complete-windlass"
+	"$(DESTDIR)$(BINDIR)/windlass" completion bash > "$(DESTDIR)$(DATADIR)/bash-completion/completions/windlass"
+	"$(DESTDIR)$(BINDIR)/windlass" completion zsh > "$(DESTDIR)$(DATADIR)/zsh/site-functions/_windlass"
+	"$(DESTDIR)$(BINDIR)/windlass" completion fish > "$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/windlass.fish"
+	@echo "installed windlass, kubectl-windlass and kubectl_complete-windlass in $(BINDIR)$(if $(filter $(BINDIR),$(subst :, ,$(PATH))),, (not on PATH yet: add it))"
+
+.PHONY: uninstall
+uninstall: ## Remove what `make install` installed (same PREFIX, BINDIR, DATADIR)
+	rm -f "$(DESTDIR)$(BINDIR)/windlass" "$(DESTDIR)$(BINDIR)/kubectl-windlass" "$(DESTDIR)$(BINDIR)/kubectl_complete-windlass"
+	rm -f $(foreach f,$(COMPLETIONS),"$(DESTDIR)$(DATADIR)/$(f)")
+
 .PHONY: test
 test: ## Every test: unit, corpus and end-to-end (starts and stops the local control plane), then a summary
 	$(E2E)/prerequisites.sh test

@@ -187,6 +187,40 @@ pub mod annotations {
     pub const OLM_TARGET_NAMESPACES: &str = "olm.targetNamespaces";
     /// OLM's annotation on an operator's pod template: the namespace it runs in.
     pub const OLM_OPERATOR_NAMESPACE: &str = "olm.operatorNamespace";
+    /// OLM's annotation on an operator's pod template: the OperatorGroup it was installed for.
+    pub const OLM_OPERATOR_GROUP: &str = "olm.operatorGroup";
+    /// On an object and on the Subscription `windlass adopt` took over: where it came from
+    /// (`olm:NAMESPACE/CSV`, or `helm:NAMESPACE/RELEASE`), for people and for a second run.
+    pub const ADOPTED_FROM: &str = "windlass.dev/adopted-from";
+    /// On a Subscription adopted from a Helm release: the release's revisions as Helm recorded
+    /// them (JSON), since they are not windlass revisions and cannot be rolled back to.
+    pub const ADOPTED_HISTORY: &str = "windlass.dev/adopted-history";
+}
+
+/// OLM v0's names (`operators.coreos.com`), as `windlass adopt olm` reads and lets go of them.
+pub mod olm_v0 {
+    /// OLM v0's API group.
+    pub const GROUP: &str = "operators.coreos.com";
+    /// Subscriptions, ClusterServiceVersions, CatalogSources and InstallPlans.
+    pub const V1ALPHA1: &str = "operators.coreos.com/v1alpha1";
+    /// OperatorGroups.
+    pub const V1: &str = "operators.coreos.com/v1";
+    /// Labels OLM puts on what a CSV owns: the owner's name, kind and namespace.
+    pub const OWNER: &str = "olm.owner";
+    pub const OWNER_KIND: &str = "olm.owner.kind";
+    pub const OWNER_NAMESPACE: &str = "olm.owner.namespace";
+    /// On a Deployment OLM manages: the hash of the spec it applied.
+    pub const DEPLOYMENT_SPEC_HASH: &str = "olm.deployment-spec-hash";
+    /// On the copies of an AllNamespaces CSV OLM writes into every namespace.
+    pub const COPIED_FROM: &str = "olm.copiedFrom";
+    /// Prefix of the `operators.coreos.com/<package>.<namespace>` labels OLM's Operator API
+    /// selects components by.
+    pub const COMPONENT_LABEL_PREFIX: &str = "operators.coreos.com/";
+    /// The field managers OLM's controllers write with.
+    pub const FIELD_MANAGERS: &[&str] = &["olm", "catalog", "olm-operator", "catalog-operator"];
+    /// OLM's own controllers, by Deployment name: while they run, they take back what windlass
+    /// adopts.
+    pub const CONTROLLERS: &[&str] = &["olm-operator", "catalog-operator"];
 }
 
 /// Finalizers.

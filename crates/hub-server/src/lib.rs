@@ -1,13 +1,14 @@
 //! The hub's server: the hub page and its read API over HTTP, for people who sign in, acting in
 //! the cluster only as them (see [`auth`]). What the pages show and what actions write is
 //! decided in `windlass-hub`; this crate reads catalogs ([`content`]), authenticates
-//! ([`auth`]), calls the API server as the person ([`cluster`], [`delisting`]) and serves
-//! ([`routes`]).
+//! ([`auth`]), calls the API server as the person ([`cluster`], [`delisting`], [`instances`])
+//! and serves ([`routes`]).
 
 pub mod auth;
 pub mod cluster;
 pub mod content;
 pub mod delisting;
+pub mod instances;
 pub mod respond;
 pub mod routes;
 

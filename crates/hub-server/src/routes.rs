@@ -31,7 +31,7 @@ use crate::{
     auth::{AuthError, Identity, SESSION_TTL},
     cluster,
     content::View,
-    delisting,
+    delisting, instances,
     respond::{self, Builder, Reply},
 };
 
@@ -332,6 +332,11 @@ async fn get(hub: &Hub, request: &Asked, identity: &Identity, viewer: &Viewer) -
                         n => n,
                     },
                 };
+                let known = known_namespaces(request, identity);
+                let (may_delist, instances) = tokio::join!(
+                    delisting::may_delist(&identity.client, catalog),
+                    instances::of(&identity.client, content, package, &known),
+                );
                 let around = Around {
                     also_offered_by: view
                         .index
@@ -340,7 +345,8 @@ async fn get(hub: &Hub, request: &Asked, identity: &Identity, viewer: &Viewer) -
                         .filter(|c| *c != *catalog)
                         .map(String::from)
                         .collect(),
-                    may_delist: delisting::may_delist(&identity.client, catalog).await,
+                    may_delist,
+                    instances: Some(instances),
                 };
                 respond::html(
                     200,
@@ -395,8 +401,17 @@ async fn get(hub: &Hub, request: &Asked, identity: &Identity, viewer: &Viewer) -
         ["api", "v1", "packages", name] => {
             let catalog = request.param("catalog");
             let catalog = (!catalog.is_empty()).then_some(catalog.as_str());
-            match api::package(&view.index, name, catalog) {
-                Some(detail) => respond::json(200, &detail).gzip_for(accept_encoding),
+            match view.index.package(name, catalog) {
+                Some((content, package)) => {
+                    let detail = PackageDetail::of(content, package);
+                    let known = known_namespaces(request, identity);
+                    let installed = instances::of(&identity.client, content, package, &known).await;
+                    let body = api::PackageBody {
+                        detail: &detail,
+                        installed: Some(&installed),
+                    };
+                    respond::json(200, &body).gzip_for(accept_encoding)
+                }
                 None => respond::message(
                     404,
                     &match catalog {
@@ -442,6 +457,15 @@ fn catalog_all(request: &Asked, view: &View, name: &str) -> Builder {
 
 fn default_namespace(identity: &Identity) -> String {
     identity.client.default_namespace().to_string()
+}
+
+/// The namespaces the person named: the page's `namespace` and their default. Installs are
+/// looked for there when they may not list Subscriptions across namespaces.
+fn known_namespaces(request: &Asked, identity: &Identity) -> Vec<String> {
+    let mut known = vec![request.param("namespace"), default_namespace(identity)];
+    known.retain(|n| !n.is_empty());
+    known.dedup();
+    known
 }
 
 fn with_problems(html: String, view: &View) -> String {

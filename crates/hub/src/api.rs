@@ -4,7 +4,8 @@
 //! - `GET /api/v1/catalogs/<name>/all`: the catalog as file-based-catalog JSON lines, the
 //!   blobs `windlass catalog render` writes, one compact object per line;
 //! - `GET /api/v1/packages?q=&providerType=&keyword=&catalog=`: package summaries;
-//! - `GET /api/v1/packages/<name>[?catalog=]`: one package in full ([`PackageDetail`]).
+//! - `GET /api/v1/packages/<name>[?catalog=]`: one package in full ([`PackageDetail`]), with
+//!   `installed` ([`Instances`]): its installs the person may read and their custom resources.
 
 use std::io::Write;
 
@@ -14,6 +15,7 @@ use serde_json::json;
 use crate::{
     detail::PackageDetail,
     index::{CatalogContent, HubIndex, PackageSummary, Query},
+    instances::Instances,
 };
 
 /// The catalog as JSON lines.
@@ -59,6 +61,16 @@ pub fn package(index: &HubIndex, name: &str, catalog: Option<&str>) -> Option<Pa
     index
         .package(name, catalog)
         .map(|(content, package)| PackageDetail::of(content, package))
+}
+
+/// `GET /api/v1/packages/<name>` once the installs were looked for: the detail and, beside
+/// its fields, `installed`.
+#[derive(Serialize)]
+pub struct PackageBody<'a> {
+    #[serde(flatten)]
+    pub detail: &'a PackageDetail,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installed: Option<&'a Instances>,
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! - [`markdown`]: catalog markdown to sanitized HTML.
 //! - [`pages`], [`html`]: the pages; [`assets`]: the script and stylesheet they load.
 //! - [`api`]: the read API's bodies.
+//! - [`instances`]: an installed package's installs and the instances of the CRDs they own,
+//!   as the person may read them, and what to reclaim after a delist.
 //! - [`actions`]: what install, approve, roll back and resume write.
 //! - [`delisting`]: what delist and relist write into a Catalog's `spec.delisted` (shared with
 //!   `windlass catalog delist | relist`).
@@ -24,6 +26,7 @@ pub mod detail;
 pub mod graph;
 pub mod html;
 pub mod index;
+pub mod instances;
 pub mod markdown;
 pub mod metadata;
 pub mod pages;

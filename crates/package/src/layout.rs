@@ -349,11 +349,13 @@ pub fn platforms(
 }
 
 /// What is wrong with an image's platforms against the architectures a package promises
-/// (on Linux): each missing architecture, named.
+/// (on Linux): each missing architecture, named, with `field` the manifest's field that lists
+/// them.
 pub fn missing_architectures(
     reference: &str,
     offered: &[Platform],
     wanted: &[String],
+    field: &str,
 ) -> Vec<String> {
     let linux: Vec<&Platform> = offered.iter().filter(|p| p.os == "linux").collect();
     let shown = || {
@@ -372,7 +374,7 @@ pub fn missing_architectures(
         .filter(|arch| !linux.iter().any(|p| &p.architecture == *arch))
         .map(|arch| {
             format!(
-                "{reference} offers {}, not linux/{arch}, which spec.architectures lists",
+                "{reference} offers {}, not linux/{arch}, which {field} lists",
                 shown()
             )
         })

@@ -8,7 +8,7 @@ use serde::Serialize;
 use windlass_mirror::ImageReference;
 
 use crate::images::{ImageUse, bundle_images};
-use crate::manifest::{API_VERSION, KIND, MANIFEST_FILE, PackageManifest};
+use crate::manifest::{API_VERSION, ArtifactType, KIND, MANIFEST_FILE, PackageManifest};
 
 /// Largest icon carried in a package (the hub shows it small; OLM's own limit is lower).
 pub const MAX_ICON_BYTES: u64 = 1024 * 1024;
@@ -67,7 +67,7 @@ impl Report {
         self.findings.iter().filter(|f| f.level == Level::Error)
     }
 
-    fn error(&mut self, field: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn error(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.findings.push(Finding {
             level: Level::Error,
             field: field.into(),
@@ -75,7 +75,7 @@ impl Report {
         });
     }
 
-    fn warning(&mut self, field: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn warning(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.findings.push(Finding {
             level: Level::Warning,
             field: field.into(),
@@ -87,25 +87,16 @@ impl Report {
 /// The icon file as found beside the manifest: its size, or `None` when it does not exist.
 pub type IconSize = Option<u64>;
 
-/// Checks the manifest on its own. `icon_size` is what the package folder holds under the
-/// name `spec.icon` gives (the caller reads the folder).
+/// Checks the manifest on its own, naming each field as the manifest's format spells it.
+/// `icon_size` is what the package folder holds under the icon's name (the caller reads the
+/// folder).
 pub fn lint_manifest(manifest: &PackageManifest, icon_size: IconSize) -> Report {
     let mut report = Report::default();
-    if manifest.api_version != API_VERSION {
-        report.error(
-            "apiVersion",
-            format!(
-                "apiVersion must be {API_VERSION}, not `{}`",
-                manifest.api_version
-            ),
-        );
+    match &manifest.violet {
+        Some(file) => crate::violet::lint(file, &mut report),
+        None => lint_windlass_header(manifest, &mut report),
     }
-    if manifest.kind != KIND {
-        report.error(
-            "kind",
-            format!("kind must be {KIND}, not `{}`", manifest.kind),
-        );
-    }
+    let fields = manifest.fields();
     let name = &manifest.metadata.name;
     if name.is_empty() {
         report.error("metadata.name", "metadata.name must not be empty");
@@ -118,29 +109,39 @@ pub fn lint_manifest(manifest: &PackageManifest, icon_size: IconSize) -> Report 
         );
     }
     let spec = &manifest.spec;
-    if spec.version.is_empty() {
-        report.error("spec.version", "spec.version must not be empty");
-    } else if let Err(e) = semver::Version::parse(&spec.version) {
+    let (artifact, kind) = manifest.artifact();
+    check_version(&mut report, &spec.version, kind);
+    let artifact_field = match kind {
+        ArtifactType::Bundle => fields.bundle,
+        ArtifactType::Chart => fields.chart,
+    };
+    if !spec.bundle.is_empty() && !spec.chart.is_empty() {
         report.error(
-            "spec.version",
-            format!("spec.version `{}` is not semver: {e}", spec.version),
+            fields.bundle,
+            format!(
+                "{} and {} are both set: a package carries one bundle or one chart",
+                fields.bundle, fields.chart
+            ),
         );
-    }
-    if spec.bundle.is_empty() {
-        report.error("spec.bundle", "spec.bundle must not be empty");
+    } else if artifact.is_empty() {
+        report.error(
+            artifact_field,
+            format!("{artifact_field} must not be empty"),
+        );
     } else {
-        check_image(&mut report, "spec.bundle", &spec.bundle);
+        check_image(&mut report, artifact_field, artifact);
     }
     if spec.display_name.trim().is_empty() {
+        let field = fields.display_name;
         report.warning(
-            "spec.displayName",
-            "spec.displayName is empty: the hub shows the package name instead",
+            field,
+            format!("{field} is empty: the hub shows the package name instead"),
         );
     }
-    check_icon(&mut report, &spec.icon, icon_size);
+    check_icon(&mut report, fields.icon, &spec.icon, icon_size);
     let mut keywords = BTreeSet::new();
     for (i, keyword) in spec.keywords.iter().enumerate() {
-        let field = format!("spec.keywords[{i}]");
+        let field = format!("{}[{i}]", fields.keywords);
         if keyword.trim().is_empty() {
             report.error(&field, format!("{field} must not be empty"));
         } else if !keywords.insert(keyword.as_str()) {
@@ -148,7 +149,7 @@ pub fn lint_manifest(manifest: &PackageManifest, icon_size: IconSize) -> Report 
         }
     }
     for (i, link) in spec.links.iter().enumerate() {
-        let field = format!("spec.links[{i}]");
+        let field = format!("{}[{i}]", fields.links);
         if link.name.trim().is_empty() {
             report.error(
                 format!("{field}.name"),
@@ -164,7 +165,51 @@ pub fn lint_manifest(manifest: &PackageManifest, icon_size: IconSize) -> Report 
             );
         }
     }
-    if spec.architectures.is_empty() {
+    let mut images = BTreeSet::new();
+    for (i, related) in spec.related_images.iter().enumerate() {
+        let field = manifest.related_image_field(i);
+        if related.image.is_empty() {
+            report.error(&field, format!("{field} must not be empty"));
+            continue;
+        }
+        check_image(&mut report, &field, &related.image);
+        if related.image == artifact {
+            report.warning(
+                &field,
+                format!(
+                    "{field} is the {} image, which is always carried",
+                    kind.as_str()
+                ),
+            );
+        } else if !images.insert(related.image.as_str()) {
+            report.warning(
+                &field,
+                format!("{field} `{}` is listed twice", related.image),
+            );
+        }
+    }
+    report
+}
+
+/// What only windlass's format has: its apiVersion and kind, and `spec.architectures` by name.
+fn lint_windlass_header(manifest: &PackageManifest, report: &mut Report) {
+    if manifest.api_version != API_VERSION {
+        report.error(
+            "apiVersion",
+            format!(
+                "apiVersion must be {API_VERSION}, not `{}`",
+                manifest.api_version
+            ),
+        );
+    }
+    if manifest.kind != KIND {
+        report.error(
+            "kind",
+            format!("kind must be {KIND}, not `{}`", manifest.kind),
+        );
+    }
+    let architectures = &manifest.spec.architectures;
+    if architectures.is_empty() {
         report.error(
             "spec.architectures",
             format!(
@@ -174,7 +219,7 @@ pub fn lint_manifest(manifest: &PackageManifest, icon_size: IconSize) -> Report 
         );
     }
     let mut seen = BTreeSet::new();
-    for (i, arch) in spec.architectures.iter().enumerate() {
+    for (i, arch) in architectures.iter().enumerate() {
         let field = format!("spec.architectures[{i}]");
         if !ARCHITECTURES.contains(&arch.as_str()) {
             report.error(
@@ -188,27 +233,24 @@ pub fn lint_manifest(manifest: &PackageManifest, icon_size: IconSize) -> Report 
             report.error(&field, format!("{field} `{arch}` is listed twice"));
         }
     }
-    let mut images = BTreeSet::new();
-    for (i, related) in spec.related_images.iter().enumerate() {
-        let field = format!("spec.relatedImages[{i}].image");
-        if related.image.is_empty() {
-            report.error(&field, format!("{field} must not be empty"));
-            continue;
-        }
-        check_image(&mut report, &field, &related.image);
-        if related.image == spec.bundle {
-            report.warning(
-                &field,
-                format!("{field} is the bundle image, which is always carried"),
-            );
-        } else if !images.insert(related.image.as_str()) {
-            report.warning(
-                &field,
-                format!("{field} `{}` is listed twice", related.image),
-            );
-        }
+}
+
+/// Operator versions are semver; Helm charts are versioned `v1.2.3` as often as `1.2.3`.
+fn check_version(report: &mut Report, version: &str, kind: ArtifactType) {
+    if version.is_empty() {
+        report.error("spec.version", "spec.version must not be empty");
+        return;
     }
-    report
+    let bare = match kind {
+        ArtifactType::Chart => version.strip_prefix('v').unwrap_or(version),
+        ArtifactType::Bundle => version,
+    };
+    if let Err(e) = semver::Version::parse(bare) {
+        report.error(
+            "spec.version",
+            format!("spec.version `{version}` is not semver: {e}"),
+        );
+    }
 }
 
 /// Checks that the manifest carries every image the bundle's CSV names (relatedImages, the
@@ -220,12 +262,13 @@ pub fn lint_against_bundle(
 ) -> Report {
     let mut report = Report::default();
     let listed: BTreeSet<&str> = manifest.images().into_iter().collect();
+    let field = manifest.fields().related_images;
     for ImageUse { image, used_by } in bundle_images(csv) {
         if !listed.contains(image.as_str()) {
             report.error(
-                "spec.relatedImages",
+                field,
                 format!(
-                    "spec.relatedImages does not list {image}, which {used_by}; the package would not carry it"
+                    "{field} does not list {image}, which {used_by}; the package would not carry it"
                 ),
             );
         }
@@ -259,15 +302,15 @@ fn check_image(report: &mut Report, field: &str, image: &str) {
     }
 }
 
-fn check_icon(report: &mut Report, icon: &str, size: IconSize) {
+fn check_icon(report: &mut Report, field: &str, icon: &str, size: IconSize) {
     if icon.is_empty() {
         return;
     }
     if icon_media_type(icon).is_none() {
         report.error(
-            "spec.icon",
+            field,
             format!(
-                "spec.icon `{icon}` must be a file name ending in {}",
+                "{field} `{icon}` must be a file name ending in {}",
                 ICON_TYPES
                     .iter()
                     .map(|(ext, _)| format!(".{ext}"))
@@ -279,14 +322,14 @@ fn check_icon(report: &mut Report, icon: &str, size: IconSize) {
     }
     match size {
         None => report.error(
-            "spec.icon",
-            format!("spec.icon `{icon}` does not exist beside {MANIFEST_FILE}"),
+            field,
+            format!("{field} `{icon}` does not exist beside {MANIFEST_FILE}"),
         ),
         Some(bytes) if bytes > MAX_ICON_BYTES => report.error(
-            "spec.icon",
-            format!("spec.icon `{icon}` is {bytes} bytes, more than {MAX_ICON_BYTES}"),
+            field,
+            format!("{field} `{icon}` is {bytes} bytes, more than {MAX_ICON_BYTES}"),
         ),
-        Some(0) => report.error("spec.icon", format!("spec.icon `{icon}` is empty")),
+        Some(0) => report.error(field, format!("{field} `{icon}` is empty")),
         Some(_) => {}
     }
 }
@@ -397,6 +440,16 @@ mod tests {
                 |m| m.spec.bundle = "quay.io/acme/b:1".into(),
                 "spec.bundle `quay.io/acme/b:1` is not pinned by digest",
                 Level::Warning,
+            ),
+            (
+                |m| m.spec.chart = "quay.io/acme/chart:1".into(),
+                "spec.bundle and spec.chart are both set",
+                Level::Error,
+            ),
+            (
+                |m| m.spec.version = "v1.1.0".into(),
+                "spec.version `v1.1.0` is not semver",
+                Level::Error,
             ),
             (
                 |m| m.spec.display_name.clear(),

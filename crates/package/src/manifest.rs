@@ -1,6 +1,12 @@
 //! `manifest.yaml`: what a package folder says about the operator it carries to an air-gapped
-//! site: its name and version, the bundle image, how the hub shows it (display name, icon,
-//! keywords, links), the architectures it runs on and every image it needs.
+//! site: its name and version, the bundle image (or, for a Helm chart, the chart), how the hub
+//! shows it (display name, description, icon, keywords, links), the architectures it runs on
+//! and every image it needs.
+//!
+//! [`PackageManifest`] is the one in-memory model of both formats a folder may hold: windlass's
+//! own `OperatorPackage` (what serde reads and writes here) and ACP's `PackageManifest` as
+//! violet writes it ([`crate::violet`]), which is converted into this model on reading and
+//! back, field for field, on writing. [`PackageManifest::parse`] tells them apart by `kind`.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +32,29 @@ pub struct PackageManifest {
     pub metadata: Metadata,
     #[serde(default)]
     pub spec: PackageSpec,
+    /// The violet file this was read from (everything of it the model has no field for, and
+    /// how each field was spelled), when the folder holds ACP's format; `None` for windlass's.
+    #[serde(skip)]
+    pub violet: Option<Box<crate::violet::VioletFile>>,
+}
+
+/// What a package carries as its main artifact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArtifactType {
+    /// An OLM bundle image, installed through a Catalog.
+    Bundle,
+    /// A Helm chart in an OCI registry.
+    Chart,
+}
+
+impl ArtifactType {
+    /// As violet's `spec.type` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactType::Bundle => "bundle",
+            ArtifactType::Chart => "chart",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,11 +71,16 @@ pub struct PackageSpec {
     /// The operator version (semver), as the bundle's CSV has it.
     #[serde(default)]
     pub version: String,
-    /// The bundle image (`quay.io/acme/db-bundle@sha256:...`).
-    #[serde(default)]
+    /// The bundle image (`quay.io/acme/db-bundle@sha256:...`). Left out of a chart's file.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub bundle: String,
+    /// An OCI Helm chart (`registry.example/charts/db:1.1.0`), carried instead of a bundle.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chart: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub display_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
     /// A file beside `manifest.yaml` (`icon.svg`, `icon.png`), carried in the archive.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub icon: String,
@@ -101,8 +135,9 @@ pub enum ManifestError {
 }
 
 impl PackageManifest {
-    /// Reads a manifest; `file` names it in errors. Unknown fields are errors naming the
-    /// field (a typo must not silently drop what it meant to say).
+    /// Reads a manifest in either format; `file` names it in errors. In windlass's format an
+    /// unknown field is an error naming it (a typo must not silently drop what it meant to
+    /// say); violet's format is read as violet writes it ([`crate::violet`]).
     pub fn parse(file: &str, text: &str) -> Result<PackageManifest, ManifestError> {
         if text.len() as u64 > MAX_MANIFEST_BYTES {
             return Err(ManifestError::TooLarge { file: file.into() });
@@ -123,6 +158,9 @@ impl PackageManifest {
                 documents: documents.len(),
             });
         };
+        if document["kind"] == crate::violet::KIND {
+            return crate::violet::from_document(file, document);
+        }
         serde_path_to_error::deserialize(document).map_err(|e| ManifestError::Field {
             file: file.into(),
             field: e.path().to_string(),
@@ -130,15 +168,60 @@ impl PackageManifest {
         })
     }
 
-    /// The manifest as YAML, fields in a fixed order.
+    /// The manifest as YAML in the format it was read in (a new one: windlass's), fields in
+    /// a fixed order.
     pub fn to_yaml(&self) -> String {
+        if self.violet.is_some() {
+            return crate::violet::to_yaml(self);
+        }
         serde_saphyr::to_string(self).expect("a package manifest serialises")
     }
 
-    /// The bundle image first, then each related image, each once, in the manifest's order.
+    /// The same package as windlass's `OperatorPackage`.
+    pub fn to_windlass(&self) -> PackageManifest {
+        PackageManifest {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            violet: None,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the folder holds ACP's format.
+    pub fn is_violet(&self) -> bool {
+        self.violet.is_some()
+    }
+
+    /// The main artifact, the image reference a package always carries first.
+    pub fn artifact(&self) -> (&str, ArtifactType) {
+        if self.spec.bundle.is_empty() && !self.spec.chart.is_empty() {
+            (&self.spec.chart, ArtifactType::Chart)
+        } else {
+            (&self.spec.bundle, ArtifactType::Bundle)
+        }
+    }
+
+    /// Where each field lives in the file the manifest was read from, for findings.
+    pub fn fields(&self) -> &'static Fields {
+        if self.is_violet() {
+            &crate::violet::FIELDS
+        } else {
+            &WINDLASS_FIELDS
+        }
+    }
+
+    /// The field path of related image `index`'s reference.
+    pub fn related_image_field(&self, index: usize) -> String {
+        match &self.violet {
+            Some(file) => file.related_image_field(index),
+            None => format!("spec.relatedImages[{index}].image"),
+        }
+    }
+
+    /// The artifact first, then each related image, each once, in the manifest's order.
     pub fn images(&self) -> Vec<&str> {
         let mut images: Vec<&str> = Vec::new();
-        let all = std::iter::once(self.spec.bundle.as_str())
+        let all = std::iter::once(self.artifact().0)
             .chain(self.spec.related_images.iter().map(|r| r.image.as_str()));
         for image in all {
             if !image.is_empty() && !images.contains(&image) {
@@ -148,6 +231,31 @@ impl PackageManifest {
         images
     }
 }
+
+/// The path of each model field in one file format, so that a finding names the field as the
+/// person reading their own file sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Fields {
+    pub bundle: &'static str,
+    pub chart: &'static str,
+    pub display_name: &'static str,
+    pub icon: &'static str,
+    pub keywords: &'static str,
+    pub links: &'static str,
+    pub architectures: &'static str,
+    pub related_images: &'static str,
+}
+
+pub const WINDLASS_FIELDS: Fields = Fields {
+    bundle: "spec.bundle",
+    chart: "spec.chart",
+    display_name: "spec.displayName",
+    icon: "spec.icon",
+    keywords: "spec.keywords",
+    links: "spec.links",
+    architectures: "spec.architectures",
+    related_images: "spec.relatedImages",
+};
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 mod cmd;
 mod manager;
@@ -20,6 +20,8 @@ struct Cli {
 
 #[derive(clap::Subcommand)]
 enum Command {
+    #[command(subcommand)]
+    Adopt(cmd::adopt::AdoptCommand),
     /// Read, lint, package and publish single OLM bundles.
     #[command(subcommand)]
     Bundle(cmd::bundle::BundleCommand),
@@ -59,11 +61,19 @@ enum Command {
     Sign(cmd::trust::SignArgs),
     /// Verify an image's signatures against keys or a trust policy (exit 0 verified, 1 refused, 2 error).
     Verify(cmd::trust::VerifyArgs),
+    /// Print a shell completion script: bash, zsh, fish, or kubectl's `kubectl_complete-windlass`.
+    Completion(cmd::completion::CompletionArgs),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    if let Some(words) = cmd::completion::request(std::env::args_os().skip(1)) {
+        return cmd::completion::complete(Cli::command(), words);
+    }
+    // Under the plugin's name the usage reads `kubectl windlass`.
+    let matches = cmd::completion::named(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
+        Command::Adopt(command) => cmd::adopt::run(command),
         Command::Bundle(command) => cmd::bundle::run(command),
         Command::Catalog(command) => cmd::catalog::run(command),
         Command::Package(command) => cmd::package::run(command),
@@ -79,6 +89,7 @@ fn main() -> ExitCode {
         Command::Approve(args) => cmd::plan::approve(args),
         Command::Sign(args) => cmd::trust::sign(args),
         Command::Verify(args) => cmd::trust::verify(args),
+        Command::Completion(args) => cmd::completion::completion(args, Cli::command()),
     };
     match result {
         Ok(code) => code,

@@ -36,6 +36,8 @@ use windlass_testkit::{
     require_manager, unique_name, windlass_binary,
 };
 
+mod violet;
+
 const TIMEOUT: Duration = Duration::from_secs(240);
 const USER: &str = "site-admin";
 const ARCHITECTURES: [&str; 2] = ["amd64", "arm64"];

@@ -3,7 +3,9 @@
 //! token or from another origin are refused; every response carries the Content-Security-
 //! Policy; in the cluster's mode each token is reviewed and acted with, so RBAC decides;
 //! delisting and relisting are done as the person, refused when they may not edit Catalogs,
-//! and shared with `windlass catalog delist | relist`.
+//! and shared with `windlass catalog delist | relist`; an installed package's page lists the
+//! custom resources it manages as the person may read them, and after a delist what to
+//! reclaim.
 
 use std::{process::Command, time::Duration};
 
@@ -26,6 +28,7 @@ use crate::common::{
 };
 
 mod delisting;
+mod instances;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 

@@ -2,6 +2,7 @@
 
 pub mod delisting;
 pub mod installed;
+pub mod instances;
 pub mod list;
 pub mod login;
 pub mod package;

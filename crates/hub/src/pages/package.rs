@@ -1,13 +1,16 @@
 //! A package's page: what it is (sanitized markdown), who provides it, the install form, its
 //! versions per channel with the upgrade graph, the APIs it owns and needs, its samples, what
-//! its catalog delists of it, and for people who may edit that Catalog, Delist and Relist.
+//! its catalog delists of it, and for people who may edit that Catalog, Delist and Relist;
+//! where the person may read installs of it, those and the custom resources they manage
+//! (after a delist, what to reclaim).
 
 use std::fmt::Write as _;
 
-use super::delisting;
+use super::{delisting, instances};
 use crate::{
     detail::PackageDetail,
     html::{Section, Viewer, escape, icon, layout, provider_badge, query, segment},
+    instances::Instances,
     markdown,
 };
 
@@ -26,6 +29,9 @@ pub struct Around {
     /// The person may patch the package's Catalog (as the API server answered when asked),
     /// so the page offers Delist and Relist.
     pub may_delist: bool,
+    /// The package's installs the person may read and their custom resources; `None` when
+    /// not looked for.
+    pub instances: Option<Instances>,
 }
 
 pub fn package_page(
@@ -93,6 +99,7 @@ pub fn package_page(
     }
     body.push_str("</div></header>");
     delisting::notice(&mut body, detail);
+    instances::reclaim(&mut body, around.instances.as_ref());
     for deprecation in &detail.deprecations {
         let _ = write!(
             body,
@@ -114,6 +121,7 @@ pub fn package_page(
     if around.may_delist {
         delisting::forms(&mut body, detail, viewer);
     }
+    instances::section(&mut body, around.instances.as_ref());
 
     versions(&mut body, detail);
     apis(&mut body, detail);
@@ -471,6 +479,7 @@ mod tests {
             &Around {
                 also_offered_by: vec!["mirror".into()],
                 may_delist: true,
+                instances: None,
             },
             &viewer(),
         );
@@ -495,6 +504,7 @@ mod tests {
             &Around {
                 also_offered_by: vec![],
                 may_delist: true,
+                instances: None,
             },
             &viewer(),
         );
@@ -508,5 +518,58 @@ mod tests {
         );
         assert!(page.contains("Relist the package in catalog vendor"));
         assert!(!page.contains("id=\"also-offered\""));
+    }
+
+    #[test]
+    fn an_installed_package_shows_its_installs_and_after_a_delist_what_to_reclaim() {
+        use crate::instances::{Gathered, Install, Instances, Reach};
+        let mut content = synthetic::content("vendor", synthetic::catalog(1, 2));
+        content.delisting = windlass_catalog::listing::Delisting::from_entries([(
+            "synthetic-0",
+            [].as_slice(),
+            "",
+        )])
+        .0;
+        let package = &content.catalog.packages["synthetic-0"];
+        let subscription = serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "team-a", "name": "db"},
+            "spec": {"package": "synthetic-0", "targetNamespaces": ["team-a"]},
+            "status": {"installedCSV": "synthetic-0.v1.1.0"},
+        }))
+        .unwrap();
+        let gathered = Gathered {
+            subscriptions: Reach::everywhere(),
+            installs: vec![Install {
+                subscription,
+                blueprint: None,
+            }],
+            ..Gathered::default()
+        };
+        let instances = Instances::build(
+            &content,
+            package,
+            &gathered,
+            "2026-01-01T00:00:00Z".parse().unwrap(),
+        );
+        let page = package_page(
+            &PackageDetail::of(&content, package),
+            &InstallDefaults::default(),
+            &Around {
+                instances: Some(instances),
+                ..Around::default()
+            },
+            &viewer(),
+        );
+        let at = |needle: &str| {
+            page.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {page}"))
+        };
+        assert!(at("id=\"delisted\"") < at("id=\"reclaim\""));
+        assert!(at("id=\"reclaim\"") < at("id=\"instances\""));
+        assert!(at("id=\"instances\"") < at("<h2>Versions</h2>"));
+        assert!(page.contains("Subscription <strong>team-a/db</strong> (version 1.1.0)"));
+        assert!(page.contains(
+            "<td>team-a/db</td><td>1.1.0 <span class=\"badge delisted\">delisted</span></td>"
+        ));
     }
 }

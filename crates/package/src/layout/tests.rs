@@ -210,10 +210,11 @@ fn platforms_come_from_the_index_or_the_config() {
     assert_eq!(single[0].architecture, "amd64");
     let wanted = ["amd64".to_string(), "arm64".to_string()];
     assert_eq!(
-        missing_architectures("op", &offered, &wanted),
+        missing_architectures("op", &offered, &wanted, "spec.architectures"),
         Vec::<String>::new()
     );
-    let missing = missing_architectures("quay.io/acme/db:1", &single, &wanted);
+    let missing =
+        missing_architectures("quay.io/acme/db:1", &single, &wanted, "spec.architectures");
     assert_eq!(
         missing,
         ["quay.io/acme/db:1 offers linux/amd64, not linux/arm64, which spec.architectures lists"]

@@ -4,11 +4,12 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use kube::{Api, ResourceExt, api::ListParams};
-use serde_json::{Value, json};
 use windlass_api::{
     Package,
     names::{labels, package_view},
 };
+
+use super::output::{self, OutputArgs};
 
 #[derive(clap::Args)]
 pub struct ListArgs {
@@ -18,10 +19,10 @@ pub struct ListArgs {
     /// Only this package (in every catalog that serves it).
     #[arg(long)]
     pub package: Option<String>,
-    /// `table`, `wide` (with delisted versions and channels), `json` or `yaml` (the Package
-    /// objects, as a List).
-    #[arg(short = 'o', long, default_value = "table", value_parser = ["table", "wide", "json", "yaml"])]
-    pub output: String,
+    /// `wide` adds the delisted versions and the channels; `json` and `yaml` print the Package
+    /// objects as a List.
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[arg(long, env = "KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
 }
@@ -69,19 +70,16 @@ async fn list_async(args: ListArgs) -> anyhow::Result<ExitCode> {
     let client = crate::manager::client(args.kubeconfig.as_ref()).await?;
     let api = Api::<Package>::all(client);
     let views = views(&api, args.catalog.as_deref(), args.package.as_deref()).await?;
-    match args.output.as_str() {
-        "json" => println!("{}", serde_json::to_string_pretty(&as_list(&views))?),
-        "yaml" => print!("{}", serde_saphyr::to_string(&as_list(&views))?),
-        output => {
-            if views.is_empty() {
-                eprintln!(
-                    "{}",
-                    nothing_found(args.catalog.as_deref(), args.package.as_deref())
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            print!("{}", table(&views, output == "wide"));
-        }
+    let format = args.output.format;
+    if let Some(text) = format.data(|| output::list(&views))? {
+        print!("{text}");
+    } else if views.is_empty() {
+        eprintln!(
+            "{}",
+            nothing_found(args.catalog.as_deref(), args.package.as_deref())
+        );
+    } else {
+        print!("{}", table(&views, format.wide()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -95,82 +93,43 @@ fn nothing_found(catalog: Option<&str>, package: Option<&str>) -> String {
     }
 }
 
-/// The views as a Kubernetes List, without the server's bookkeeping.
-fn as_list(views: &[Package]) -> Value {
-    let items: Vec<Value> = views
-        .iter()
-        .map(|p| {
-            let mut p = p.clone();
-            p.metadata.managed_fields = None;
-            serde_json::to_value(p).unwrap_or_default()
-        })
-        .collect();
-    json!({ "apiVersion": "v1", "kind": "List", "items": items })
-}
-
 /// The columns of `kubectl get packages.windlass.dev` (and, `wide`, its wide columns).
 pub fn table(views: &[Package], wide: bool) -> String {
-    let mut rows: Vec<Vec<String>> = vec![
-        [
-            "PACKAGE",
-            "CATALOG",
-            "DEFAULT CHANNEL",
-            "LATEST",
-            "PROVIDER",
-            "PROVIDER TYPE",
-            "LISTED",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-    ];
+    let mut header = output::header(&[
+        "PACKAGE",
+        "CATALOG",
+        "DEFAULT CHANNEL",
+        "LATEST",
+        "PROVIDER",
+        "PROVIDER TYPE",
+        "LISTED",
+    ]);
     if wide {
-        rows[0].extend(["DELISTED".to_string(), "CHANNELS".to_string()]);
+        header.extend(["DELISTED".to_string(), "CHANNELS".to_string()]);
     }
+    let mut rows = vec![header];
     for view in views {
         let status = view.status.clone().unwrap_or_default();
-        let dash = |s: Option<String>| s.filter(|s| !s.is_empty()).unwrap_or_else(|| "-".into());
         let provider = status.provider.clone().unwrap_or_default();
+        let package = Some(status.package.clone())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| view.name_any());
         let mut row = vec![
-            dash(
-                Some(status.package.clone())
-                    .filter(|p| !p.is_empty())
-                    .or_else(|| Some(view.name_any())),
-            ),
-            dash(Some(status.catalog.clone())),
-            dash(status.default_channel.clone()),
-            dash(status.latest_version.clone()),
-            dash(provider.name.clone()),
-            dash(Some(provider.type_.clone())),
+            package,
+            output::cell(Some(status.catalog.clone())),
+            output::cell(status.default_channel.clone()),
+            output::cell(status.latest_version.clone()),
+            output::cell(provider.name.clone()),
+            output::cell(Some(provider.type_.clone())),
             status.listed.to_string(),
         ];
         if wide {
-            row.push(dash(Some(status.delisted_summary.clone())));
-            row.push(dash(Some(status.channel_summary.clone())));
+            row.push(output::cell(Some(status.delisted_summary.clone())));
+            row.push(output::cell(Some(status.channel_summary.clone())));
         }
         rows.push(row);
     }
-    let columns = rows[0].len();
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| {
-                if c + 1 == columns {
-                    cell.clone()
-                } else {
-                    format!("{cell}{}", " ".repeat(widths[c] - cell.chars().count()))
-                }
-            })
-            .collect();
-        out.push_str(cells.join("   ").trim_end());
-        out.push('\n');
-    }
-    out
+    output::table(&rows)
 }
 
 #[cfg(test)]
@@ -232,7 +191,7 @@ old-db    vendor    stable            -        平台         platform        fa
 
     #[test]
     fn json_output_is_a_list_of_the_objects() {
-        let list = as_list(&[view("acme-db", "builtin", true, "")]);
+        let list = output::list(&[view("acme-db", "builtin", true, "")]).unwrap();
         assert_eq!(list["kind"], "List");
         assert_eq!(list["items"][0]["kind"], "Package");
         assert_eq!(list["items"][0]["status"]["provider"]["type"], "platform");

@@ -1,8 +1,8 @@
 //! `windlass fleet`: a hub's member clusters and the rollouts over them. `register` stores a
-//! member's kubeconfig as the Secret the fleet controller reads; `status` shows rollouts (all,
-//! or one wave by wave and cluster by cluster); `plan` shows the plans a wave waits with, each
-//! member's own; `approve` approves a wave by its digest; `rollback` returns every member a
-//! rollout changed to what it ran before.
+//! member's kubeconfig as the Secret the fleet controller reads; `status` (`fleet_status`)
+//! shows rollouts (all, or one wave by wave and cluster by cluster); `plan` shows the plans a
+//! wave waits with, each member's own; `approve` approves a wave by its digest; `rollback`
+//! returns every member a rollout changed to what it ran before.
 
 use std::{collections::BTreeMap, path::PathBuf, process::ExitCode};
 
@@ -10,7 +10,7 @@ use anyhow::{Context as _, bail};
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{
     Api,
-    api::{ListParams, Patch, PatchParams},
+    api::{Patch, PatchParams},
     config::Kubeconfig,
 };
 use serde_json::json;
@@ -40,11 +40,7 @@ pub enum FleetCommand {
         kubeconfig: Option<PathBuf>,
     },
     /// Every rollout, or one: its waves and each cluster's state in its own words.
-    Status {
-        rollout: Option<String>,
-        #[arg(long, env = "KUBECONFIG")]
-        kubeconfig: Option<PathBuf>,
-    },
+    Status(super::fleet_status::StatusArgs),
     /// The plans a rollout's wave waits with (each member's own preview) and the digest that
     /// approves them.
     Plan {
@@ -101,10 +97,7 @@ pub fn run(command: FleetCommand) -> anyhow::Result<ExitCode> {
                 namespace,
                 kubeconfig,
             } => register(&name, &member_kubeconfig, labels, &namespace, kubeconfig).await,
-            FleetCommand::Status {
-                rollout,
-                kubeconfig,
-            } => status(rollout, kubeconfig).await,
+            FleetCommand::Status(args) => super::fleet_status::status(args).await,
             FleetCommand::Plan {
                 rollout,
                 wave,
@@ -129,7 +122,7 @@ async fn rollouts(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Api<Rollout>> 
     Ok(Api::all(crate::manager::client(kubeconfig).await?))
 }
 
-async fn get(api: &Api<Rollout>, name: &str) -> anyhow::Result<Rollout> {
+pub(super) async fn get(api: &Api<Rollout>, name: &str) -> anyhow::Result<Rollout> {
     api.get_opt(name)
         .await?
         .with_context(|| format!("there is no Rollout {name} (`windlass fleet status` lists them)"))
@@ -177,70 +170,6 @@ async fn register(
         .await
         .with_context(|| format!("writing Secret {namespace}/{secret_name}"))?;
     println!("member {name} registered (Secret {namespace}/{secret_name})");
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn status(rollout: Option<String>, kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let api = rollouts(kubeconfig.as_ref()).await?;
-    let Some(name) = rollout else {
-        let all = api.list(&ListParams::default()).await?;
-        println!(
-            "{:<24} {:<12} {:<18} {:<12} {:>5} {:>9} {:>6} {:>5}",
-            "NAME", "FLEET", "PHASE", "WAVE", "DONE", "IN FLIGHT", "FAILED", "TOTAL"
-        );
-        for r in all.items {
-            let s = r.status.clone().unwrap_or_default();
-            println!(
-                "{:<24} {:<12} {:<18} {:<12} {:>5} {:>9} {:>6} {:>5}",
-                r.metadata.name.clone().unwrap_or_default(),
-                r.spec.fleet,
-                s.phase.map(|p| format!("{p:?}")).unwrap_or_default(),
-                s.current_wave.unwrap_or_default(),
-                s.done,
-                s.in_flight,
-                s.failed,
-                s.total
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
-    };
-    let rollout = get(&api, &name).await?;
-    let s = rollout.status.clone().unwrap_or_default();
-    println!(
-        "Rollout {name} over Fleet {}: {}",
-        rollout.spec.fleet,
-        s.phase
-            .map(|p| format!("{p:?}"))
-            .unwrap_or_else(|| "not looked at yet".into())
-    );
-    if !s.message.is_empty() {
-        println!("  {}", s.message);
-    }
-    for wave in &s.waves {
-        println!(
-            "wave {} ({}): {}",
-            wave.name,
-            wave.state,
-            wave.members.join(", ")
-        );
-    }
-    println!(
-        "{:<20} {:<10} {:<17} {:<10} MESSAGE",
-        "CLUSTER", "WAVE", "STATE", "VERSION"
-    );
-    for m in &s.clusters {
-        println!(
-            "{:<20} {:<10} {:<17} {:<10} {}",
-            m.name,
-            m.wave,
-            m.state,
-            m.current.clone().unwrap_or_default(),
-            m.message
-        );
-    }
-    if !s.unassigned.is_empty() {
-        println!("in no wave: {}", s.unassigned.join(", "));
-    }
     Ok(ExitCode::SUCCESS)
 }
 

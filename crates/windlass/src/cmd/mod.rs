@@ -1,5 +1,8 @@
 //! One module per command family; each exposes its clap arguments and a `run`.
 
+pub mod adopt;
+mod adopt_helm;
+mod adopt_read;
 pub mod bundle;
 pub mod bundle_manifests;
 pub mod bundle_ops;
@@ -10,11 +13,15 @@ pub mod catalog_graph;
 pub mod catalog_list;
 pub mod catalog_problems;
 pub mod catalog_render;
+pub mod completion;
 pub mod fleet;
+pub mod fleet_status;
 pub mod hub;
 pub mod lifecycle;
+pub mod output;
 pub mod package;
 pub mod package_build;
+pub mod package_create;
 pub mod package_push;
 pub mod plan;
 pub mod release;
@@ -24,4 +31,5 @@ pub mod release_registry;
 pub mod status;
 pub mod trust;
 pub mod upgrade;
+pub mod upgrade_recommend;
 pub mod upgrade_view;

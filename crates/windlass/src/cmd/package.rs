@@ -1,74 +1,124 @@
-//! `windlass package create | lint | build | push | inspect`: an operator with every image it
-//! needs, carried into an air-gapped site's registry as one file.
+//! `windlass package create | lint | build | push | inspect`: an operator (or a Helm chart)
+//! with every image it needs, carried into an air-gapped site's registry as one file.
+//!
+//! The commands also take the names and flags of ACP's packaging tool violet, so that a
+//! violet user's scripts run unchanged: `create DIR --artifact REF --platforms linux/amd64`,
+//! `package DIR` (build, written to `NAME.tgz`), `push NAME.tgz --dest-repo HOST --plain`,
+//! `--username`/`--password`/`--no-auth`, `show NAME.tgz [--all]`. A folder may hold either
+//! manifest format; every command reads both.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
-use base64::Engine;
-use windlass_oci::{self as oci, RegistryOptions};
+use anyhow::{Context, anyhow};
+use windlass_oci::{self as oci, Auth, RegistryClient, RegistryOptions, repository_of};
 use windlass_package::archive::ReadLimits;
-use windlass_package::images::manifest_from_bundle;
-use windlass_package::lint::{self, ICON_TYPES, Level, Report, lint_against_bundle, lint_manifest};
+use windlass_package::chart::{
+    Chart, MAX_CHART_BYTES, chart_layer, lint_against_chart, read_chart,
+};
+use windlass_package::layout::MAX_MANIFEST_BYTES;
+use windlass_package::lint::{self, Level, Report, lint_against_bundle, lint_manifest};
+use windlass_package::manifest::ArtifactType;
 use windlass_package::{MANIFEST_FILE, PackageManifest};
 
 use super::bundle_registry::RegistryArgs;
 
 #[derive(clap::Subcommand)]
 pub enum PackageCommand {
-    /// Make a package folder with a manifest.yaml, filled from a bundle image when given.
-    Create(CreateArgs),
-    /// Check a package folder's manifest, and the manifest against its bundle; exit 1 on errors.
+    /// Make a package folder with a manifest.yaml, filled from a bundle image (or, with
+    /// --artifact, a bundle image or an OCI Helm chart) when given.
+    Create(super::package_create::CreateArgs),
+    /// Check a package folder's manifest, and the manifest against its bundle or chart; exit 1
+    /// on errors.
     Lint(LintArgs),
-    /// Write the package, the bundle image and every related image (all platforms, digests
-    /// unchanged) into one reproducible .tgz.
+    /// Write the package, the bundle image (or chart) and every related image (all platforms,
+    /// digests unchanged) into one reproducible .tgz.
     Build(super::package_build::BuildArgs),
+    /// violet's name for build; without --output the archive is NAME.tgz, NAME the package's.
+    Package(super::package_build::BuildArgs),
     /// Push every image of a package archive into a registry, digests unchanged, and print the
     /// ImageMirrorSet and Catalog that install from there.
     Push(super::package_push::PushArgs),
     /// Check a package archive (every digest, size and entry) and list what it holds.
     Inspect(InspectArgs),
+    /// violet's preview of an archive: name, type, platforms and version (every digest checked).
+    Show(ShowArgs),
 }
 
 pub fn run(command: PackageCommand) -> anyhow::Result<ExitCode> {
+    use super::package_build::{OutputName, build};
     match command {
-        PackageCommand::Create(args) => create(args),
+        PackageCommand::Create(args) => super::package_create::create(args),
         PackageCommand::Lint(args) => lint(args),
-        PackageCommand::Build(args) => super::package_build::build(args),
+        PackageCommand::Build(args) => build(args, OutputName::NameAndVersion),
+        PackageCommand::Package(args) => build(args, OutputName::Name),
         PackageCommand::Push(args) => super::package_push::push(args),
         PackageCommand::Inspect(args) => inspect(args),
+        PackageCommand::Show(args) => show(args),
     }
 }
 
-#[derive(clap::Args)]
-pub struct CreateArgs {
-    /// The package name (the operator package as catalogs list it).
-    pub name: String,
-    /// A bundle image to fill the manifest from: version, display information, the icon and
-    /// every image its CSV lists or its Deployments run.
-    #[arg(long)]
-    pub from_bundle: Option<String>,
-    /// Where to create the folder (default: ./NAME); it must not exist or be empty.
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// The architectures every image must offer.
-    #[arg(long, value_delimiter = ',', default_value = "amd64")]
-    pub architectures: Vec<String>,
+/// How to reach and log in to registries: windlass's flags, and violet's names for them.
+#[derive(clap::Args, Clone, Debug)]
+pub struct PackageRegistryArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
+    /// violet's name for --plain-http.
+    #[arg(long)]
+    pub plain: bool,
+    /// The registries need no credentials: use none, not even a docker config's (violet's flag).
+    #[arg(long, conflicts_with_all = ["username", "docker_config"])]
+    pub no_auth: bool,
+}
+
+impl PackageRegistryArgs {
+    #[cfg(test)]
+    pub fn default_for_tests() -> PackageRegistryArgs {
+        PackageRegistryArgs {
+            registry: RegistryArgs::default_for_tests(),
+            plain: false,
+            no_auth: false,
+        }
+    }
+
+    pub fn plain_http(&self) -> bool {
+        self.registry.plain_http || self.plain
+    }
+
+    /// Whether credentials were given (a pull Secret is then needed at the site too).
+    pub fn has_credentials(&self) -> bool {
+        !self.no_auth && (self.registry.username.is_some() || self.registry.docker_config.is_some())
+    }
+
+    pub fn options(&self, reference: &str) -> anyhow::Result<RegistryOptions> {
+        let mut options = if self.no_auth {
+            RegistryOptions {
+                auth: Auth::Anonymous,
+                limits: windlass_bundle::Limits {
+                    max_total_bytes: self.registry.max_bytes,
+                    max_files: self.registry.max_files,
+                },
+                ..Default::default()
+            }
+        } else {
+            self.registry.options(reference)?
+        };
+        options.plain_http = self.plain_http();
+        Ok(options)
+    }
 }
 
 #[derive(clap::Args)]
 pub struct LintArgs {
     /// A package folder (holding manifest.yaml).
     pub dir: PathBuf,
-    /// Check the manifest alone, without pulling the bundle image.
+    /// Check the manifest alone, without pulling the bundle image or chart.
     #[arg(long)]
     pub offline: bool,
     #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
     pub output: String,
     #[command(flatten)]
-    pub registry: RegistryArgs,
+    pub registry: PackageRegistryArgs,
 }
 
 #[derive(clap::Args)]
@@ -79,6 +129,17 @@ pub struct InspectArgs {
     pub limits: ArchiveLimitArgs,
     #[arg(short = 'o', long, default_value = "text", value_parser = ["text", "json"])]
     pub output: String,
+}
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    /// A package archive (.tgz).
+    pub archive: PathBuf,
+    /// Also the artifact and every related image.
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub limits: ArchiveLimitArgs,
 }
 
 /// Caps on what reading an archive may unpack.
@@ -157,83 +218,7 @@ fn print_findings(report: &Report, output: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn create(args: CreateArgs) -> anyhow::Result<ExitCode> {
-    let dir = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&args.name));
-    if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
-        bail!("{}: exists and is not empty", dir.display());
-    }
-    let (manifest, icon) = match &args.from_bundle {
-        Some(reference) => {
-            let options = args.registry.options(reference)?;
-            let (bundle, pulled) = runtime()?
-                .block_on(oci::pull_bundle(reference, &options))
-                .with_context(|| format!("pulling the bundle {reference}"))?;
-            let pinned = pin(reference, &pulled.digest)?;
-            let icon = bundle.csv.spec.icon.first().and_then(|icon| {
-                let media_type = icon.mediatype.as_deref()?;
-                let (extension, _) = ICON_TYPES.iter().find(|(_, t)| *t == media_type)?;
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(icon.base64data.as_deref()?.trim())
-                    .ok()?;
-                Some((format!("icon.{extension}"), bytes))
-            });
-            let manifest = manifest_from_bundle(
-                &args.name,
-                &pinned,
-                &bundle.csv,
-                icon.as_ref().map(|(name, _)| name.as_str()),
-                &args.architectures,
-            );
-            (manifest, icon)
-        }
-        None => {
-            let mut manifest = manifest_from_bundle(
-                &args.name,
-                "",
-                &Default::default(),
-                None,
-                &args.architectures,
-            );
-            manifest.spec.related_images.clear();
-            (manifest, None)
-        }
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    if let Some((name, bytes)) = &icon {
-        std::fs::write(dir.join(name), bytes)?;
-    }
-    let path = dir.join(MANIFEST_FILE);
-    std::fs::write(&path, manifest.to_yaml())
-        .with_context(|| format!("writing {}", path.display()))?;
-    println!(
-        "created {} ({} related images){}",
-        path.display(),
-        manifest.spec.related_images.len(),
-        if args.from_bundle.is_none() {
-            "; fill in spec.version, spec.bundle and spec.relatedImages, then run `windlass package lint`"
-        } else {
-            ""
-        }
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `reference` pinned to `digest`: `repo[:tag]@digest`.
-fn pin(reference: &str, digest: &str) -> anyhow::Result<String> {
-    let parsed = windlass_mirror::ImageReference::parse(reference)?;
-    let name = reference.split('@').next().unwrap_or(reference);
-    if let Some(pinned) = &parsed.digest
-        && pinned != digest
-    {
-        bail!("{reference} was served as {digest}");
-    }
-    Ok(format!("{name}@{digest}"))
-}
-
-/// Lints the manifest, and against its bundle unless `offline`.
+/// Lints the manifest, and against its bundle or chart unless `offline`.
 pub fn lint_package(
     dir: &Path,
     manifest: &PackageManifest,
@@ -241,11 +226,36 @@ pub fn lint_package(
     options: impl Fn(&str) -> anyhow::Result<RegistryOptions>,
 ) -> anyhow::Result<Report> {
     let mut report = lint_manifest(manifest, icon_size(dir, manifest));
-    let bundle = &manifest.spec.bundle;
-    if offline || bundle.is_empty() || windlass_mirror::ImageReference::parse(bundle).is_err() {
+    let (artifact, kind) = manifest.artifact();
+    let both = !manifest.spec.bundle.is_empty() && !manifest.spec.chart.is_empty();
+    if offline
+        || both
+        || artifact.is_empty()
+        || windlass_mirror::ImageReference::parse(artifact).is_err()
+    {
         return Ok(report);
     }
-    match runtime()?.block_on(oci::pull_bundle(bundle, &options(bundle)?)) {
+    let fields = manifest.fields();
+    let field = match kind {
+        ArtifactType::Bundle => fields.bundle,
+        ArtifactType::Chart => fields.chart,
+    };
+    let unreadable = |error: anyhow::Error| lint::Finding {
+        level: Level::Error,
+        field: field.into(),
+        message: format!("{field} {artifact} cannot be read: {error:#}"),
+    };
+    let runtime = runtime()?;
+    if kind == ArtifactType::Chart {
+        match runtime.block_on(pull_chart(artifact, &options(artifact)?)) {
+            Ok((chart, _)) => report
+                .findings
+                .extend(lint_against_chart(manifest, &chart).findings),
+            Err(error) => report.findings.push(unreadable(error)),
+        }
+        return Ok(report);
+    }
+    match runtime.block_on(oci::pull_bundle(artifact, &options(artifact)?)) {
         Ok((pulled, _)) => {
             report
                 .findings
@@ -257,9 +267,9 @@ pub fn lint_package(
                         windlass_catalog::lint::Level::Error => Level::Error,
                         _ => Level::Warning,
                     },
-                    field: "spec.bundle".into(),
+                    field: field.into(),
                     message: format!(
-                        "spec.bundle {bundle}: [{}] {}{}: {}",
+                        "{field} {artifact}: [{}] {}{}: {}",
                         finding.check,
                         finding.file,
                         finding
@@ -272,13 +282,27 @@ pub fn lint_package(
                 });
             }
         }
-        Err(error) => report.findings.push(lint::Finding {
-            level: Level::Error,
-            field: "spec.bundle".into(),
-            message: format!("spec.bundle {bundle} cannot be read: {error}"),
-        }),
+        Err(error) => report.findings.push(unreadable(error.into())),
     }
     Ok(report)
+}
+
+/// Pulls an OCI Helm chart and reads it; also returns the digest of its manifest.
+pub async fn pull_chart(
+    reference: &str,
+    options: &RegistryOptions,
+) -> anyhow::Result<(Chart, String)> {
+    let client = RegistryClient::new(options);
+    let raw = client
+        .manifest(reference, MAX_MANIFEST_BYTES)
+        .await?
+        .ok_or_else(|| anyhow!("{reference}: not found in the registry"))?;
+    let layer = chart_layer(reference, &raw.bytes)?;
+    let bytes = client
+        .blob(&repository_of(reference)?, &layer.digest, MAX_CHART_BYTES)
+        .await?;
+    let chart = read_chart(&bytes).with_context(|| format!("reading the chart {reference}"))?;
+    Ok((chart, windlass_package::sha256(&raw.bytes)))
 }
 
 fn lint(args: LintArgs) -> anyhow::Result<ExitCode> {
@@ -294,15 +318,24 @@ fn lint(args: LintArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let file = std::fs::File::open(&args.archive)
-        .with_context(|| format!("opening {}", args.archive.display()))?;
-    let package = windlass_package::archive::read_archive(
+/// Reads an archive whole, checking every entry and digest.
+fn read_checked(
+    archive: &Path,
+    limits: &ArchiveLimitArgs,
+) -> anyhow::Result<windlass_package::archive::ReadPackage> {
+    let file =
+        std::fs::File::open(archive).with_context(|| format!("opening {}", archive.display()))?;
+    windlass_package::archive::read_archive(
         std::io::BufReader::new(file),
-        args.limits.limits(),
+        limits.limits(),
         &mut windlass_package::archive::Discard,
     )
-    .with_context(|| format!("{} is refused", args.archive.display()))?;
+    .with_context(|| format!("{} is refused", archive.display()))
+}
+
+fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let package = read_checked(&args.archive, &args.limits)?;
+    let kind = package.manifest.artifact().1.as_str();
     let images: Vec<serde_json::Value> = package
         .images
         .images
@@ -328,13 +361,14 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&serde_json::json!({
                 "name": package.manifest.metadata.name,
                 "version": package.manifest.spec.version,
+                "type": kind,
                 "images": images,
                 "blobBytes": package.blob_bytes,
             }))?
         );
     } else {
         println!(
-            "{} {}: {} images, {} manifests, {} blobs ({:.1} MB), every digest checked",
+            "{} {} ({kind}): {} images, {} manifests, {} blobs ({:.1} MB), every digest checked",
             package.manifest.metadata.name,
             package.manifest.spec.version,
             package.images.images.len(),
@@ -367,69 +401,32 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-    #[test]
-    fn references_are_pinned_keeping_their_tag() {
-        assert_eq!(
-            pin("quay.io/acme/b:1.0", DIGEST).unwrap(),
-            format!("quay.io/acme/b:1.0@{DIGEST}")
-        );
-        assert_eq!(
-            pin(&format!("quay.io/acme/b@{DIGEST}"), DIGEST).unwrap(),
-            format!("quay.io/acme/b@{DIGEST}")
-        );
-        assert!(
-            pin(
-                &format!("quay.io/acme/b@{DIGEST}"),
-                &DIGEST.replace('0', "1")
-            )
-            .is_err()
-        );
+/// violet's `show`: what the archive is, in violet's words, once every digest checked out.
+fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let package = read_checked(&args.archive, &args.limits)?;
+    let manifest = &package.manifest;
+    let spec = &manifest.spec;
+    let name = if spec.display_name.is_empty() {
+        &manifest.metadata.name
+    } else {
+        &spec.display_name
+    };
+    let (artifact, kind) = manifest.artifact();
+    println!("Name: {name}");
+    println!("Type: {}", kind.as_str());
+    println!(
+        "Arch: [{}]",
+        windlass_package::violet::platforms(manifest).join(" ")
+    );
+    println!("Version: {}", spec.version);
+    if args.all {
+        println!("Artifact: {artifact}");
+        let related: Vec<&str> = spec
+            .related_images
+            .iter()
+            .map(|r| r.image.as_str())
+            .collect();
+        println!("RelateImages: [{}]", related.join(" "));
     }
-
-    #[test]
-    fn create_without_a_bundle_writes_a_manifest_lint_explains() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("acme-db");
-        let code = create(CreateArgs {
-            name: "acme-db".into(),
-            from_bundle: None,
-            dir: Some(target.clone()),
-            architectures: vec!["amd64".into()],
-            registry: RegistryArgs::default_for_tests(),
-        })
-        .unwrap();
-        assert_eq!(code, ExitCode::SUCCESS);
-        let (manifest, _) = read_manifest(&target).unwrap();
-        assert_eq!(manifest.metadata.name, "acme-db");
-        let report = lint_package(&target, &manifest, true, |_| unreachable!()).unwrap();
-        let messages: Vec<&str> = report.errors().map(|f| f.message.as_str()).collect();
-        assert!(
-            messages.contains(&"spec.bundle must not be empty"),
-            "{messages:?}"
-        );
-        assert!(
-            messages.contains(&"spec.version must not be empty"),
-            "{messages:?}"
-        );
-        // A second create into the same folder is refused.
-        let again = create(CreateArgs {
-            name: "acme-db".into(),
-            from_bundle: None,
-            dir: Some(target),
-            architectures: vec![],
-            registry: RegistryArgs::default_for_tests(),
-        });
-        assert!(
-            again
-                .unwrap_err()
-                .to_string()
-                .contains("exists and is not empty")
-        );
-    }
+    Ok(ExitCode::SUCCESS)
 }

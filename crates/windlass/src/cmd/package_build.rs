@@ -1,7 +1,8 @@
-//! `windlass package build DIR -o NAME.tgz`: the package folder, the bundle image and every
-//! related image with all their platforms, into one reproducible archive. Manifests are kept
-//! byte for byte and every blob is streamed from its registry into the archive, checked
-//! against its digest on the way, so nothing larger than a manifest is held in memory.
+//! `windlass package build DIR -o NAME.tgz` (violet's `package DIR`): the package folder, the
+//! bundle image (or Helm chart) and every related image with all their platforms, into one
+//! reproducible archive. Manifests are kept byte for byte and every blob is streamed from its
+//! registry into the archive, checked against its digest on the way, so nothing larger than a
+//! manifest is held in memory.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -16,8 +17,7 @@ use windlass_package::layout::{
 };
 use windlass_package::sha256;
 
-use super::bundle_registry::RegistryArgs;
-use super::package::{lint_package, read_manifest, runtime};
+use super::package::{PackageRegistryArgs, lint_package, read_manifest, runtime};
 
 /// Largest image config read to learn an image's platform.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -26,14 +26,24 @@ const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 pub struct BuildArgs {
     /// A package folder (holding manifest.yaml).
     pub dir: PathBuf,
-    /// The archive to write; default `<name>-<version>.tgz` in the current folder.
+    /// The archive to write; default `<name>-<version>.tgz` (`package`: `<name>.tgz`, as violet
+    /// names it) in the current folder.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
-    pub registry: RegistryArgs,
+    pub registry: PackageRegistryArgs,
 }
 
-pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
+/// How an archive is named when --output does not say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputName {
+    /// `<name>-<version>.tgz`, windlass's `build`.
+    NameAndVersion,
+    /// `<name>.tgz`, violet's `package`, which its `push NAME.tgz` expects.
+    Name,
+}
+
+pub fn build(args: BuildArgs, naming: OutputName) -> anyhow::Result<ExitCode> {
     let (manifest, manifest_yaml) = read_manifest(&args.dir)?;
     let options = |reference: &str| args.registry.options(reference);
     let report = lint_package(&args.dir, &manifest, false, options)?;
@@ -49,10 +59,11 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         name => Some((name.to_string(), std::fs::read(args.dir.join(name))?)),
     };
     let output = args.output.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "{}-{}.tgz",
-            manifest.metadata.name, manifest.spec.version
-        ))
+        let name = &manifest.metadata.name;
+        PathBuf::from(match naming {
+            OutputName::NameAndVersion => format!("{name}-{}.tgz", manifest.spec.version),
+            OutputName::Name => format!("{name}.tgz"),
+        })
     });
     let runtime = runtime()?;
     let mut clients = Clients::new(&args.registry);
@@ -77,12 +88,12 @@ pub fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// One registry client per registry host, each with that registry's credentials.
 struct Clients<'a> {
-    args: &'a RegistryArgs,
+    args: &'a PackageRegistryArgs,
     by_host: BTreeMap<String, (RegistryClient, RegistryOptions)>,
 }
 
 impl<'a> Clients<'a> {
-    fn new(args: &'a RegistryArgs) -> Self {
+    fn new(args: &'a PackageRegistryArgs) -> Self {
         Clients {
             args,
             by_host: BTreeMap::new(),
@@ -116,7 +127,7 @@ fn media_type_of(bytes: &[u8], served: &str) -> String {
 }
 
 /// Every manifest of every image the package names, checked against its digest; and the
-/// images' platforms against `spec.architectures`.
+/// images' platforms against the architectures the package lists.
 async fn fetch_manifests(
     manifest: &windlass_package::PackageManifest,
     clients: &mut Clients<'_>,
@@ -166,7 +177,7 @@ async fn fetch_manifests(
             }
         }
         if index == 0 {
-            // A bundle image holds manifests, not programs: it runs on no platform.
+            // A bundle image (or a chart) holds manifests, not programs: it runs on no platform.
             continue;
         }
         if !layout::is_index(&set.images[index].descriptor.media_type) {
@@ -190,6 +201,7 @@ async fn fetch_manifests(
             reference,
             &offered,
             &manifest.spec.architectures,
+            manifest.fields().architectures,
         ));
     }
     if !problems.is_empty() {

@@ -1,5 +1,5 @@
-//! `windlass package push NAME.tgz --dst-repo HOST[/PREFIX]`: every image of a package archive
-//! into a site's registry, digests unchanged.
+//! `windlass package push NAME.tgz --dst-repo HOST[/PREFIX]` (violet's `--dest-repo`): every
+//! image of a package archive into a site's registry, digests unchanged.
 //!
 //! The archive is read once, as a stream, on a thread of its own: each config and layer goes
 //! to the registry as it is read (one request per blob; a blob the registry has already is
@@ -22,10 +22,10 @@ use windlass_api::{
 use windlass_oci::RegistryClient;
 use windlass_package::archive::{ArchiveError, BlobInfo, BlobSink, ReadPackage, read_archive};
 use windlass_package::layout::ImageSet;
+use windlass_package::manifest::ArtifactType;
 use windlass_package::push::{Destination, destinations, mirror_rules};
 
-use super::bundle_registry::RegistryArgs;
-use super::package::{ArchiveLimitArgs, runtime};
+use super::package::{ArchiveLimitArgs, PackageRegistryArgs, runtime};
 
 /// Bytes handed to the upload at a time.
 const CHUNK: usize = 1 << 20;
@@ -38,12 +38,64 @@ pub struct PushArgs {
     pub archive: PathBuf,
     /// The registry (and optional path prefix) to push to: HOST[:PORT][/PREFIX]. Each image
     /// keeps its repository path below it.
-    #[arg(long)]
+    #[arg(long, visible_alias = "dest-repo")]
     pub dst_repo: String,
+    /// Push nothing: check the archive, check that the registry serves every image of it
+    /// already (by digest), and print what installs from there (violet's flag).
+    #[arg(long)]
+    pub skip_push: bool,
+    /// The printed Catalog's name (violet's flag; default: the package's name).
+    #[arg(long)]
+    pub target_catalog_source: Option<String>,
+    /// Accepted for violet's scripts: a push always replaces the tags it writes.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
-    pub registry: RegistryArgs,
+    pub platform: PlatformArgs,
+    #[command(flatten)]
+    pub registry: PackageRegistryArgs,
     #[command(flatten)]
     pub limits: ArchiveLimitArgs,
+}
+
+/// violet's flags for registering a package with an ACP platform, which windlass has no
+/// counterpart of: named so that a script using them is told what to do instead.
+#[derive(clap::Args)]
+pub struct PlatformArgs {
+    #[arg(long, hide = true)]
+    pub platform_address: Option<String>,
+    #[arg(long, hide = true)]
+    pub platform_username: Option<String>,
+    #[arg(long, hide = true)]
+    pub platform_password: Option<String>,
+    #[arg(long, hide = true)]
+    pub platform_token: Option<String>,
+    #[arg(long, hide = true)]
+    pub clusters: Option<String>,
+    #[arg(long, hide = true)]
+    pub client_id: Option<String>,
+    #[arg(long, hide = true)]
+    pub skip_crs: bool,
+    #[arg(long, hide = true)]
+    pub target_chartrepo: Option<String>,
+}
+
+impl PlatformArgs {
+    /// The first platform flag given, if any.
+    fn given(&self) -> Option<&'static str> {
+        [
+            ("--platform-address", self.platform_address.is_some()),
+            ("--platform-username", self.platform_username.is_some()),
+            ("--platform-password", self.platform_password.is_some()),
+            ("--platform-token", self.platform_token.is_some()),
+            ("--clusters", self.clusters.is_some()),
+            ("--client-id", self.client_id.is_some()),
+            ("--skip-crs", self.skip_crs),
+            ("--target-chartrepo", self.target_chartrepo.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
 }
 
 /// One blob for the upload, its bytes following on `chunks`.
@@ -114,8 +166,16 @@ impl BlobSink for Forward {
 }
 
 pub fn push(args: PushArgs) -> anyhow::Result<ExitCode> {
+    if let Some(flag) = args.platform.given() {
+        anyhow::bail!(
+            "{flag} registers the package with an ACP platform, which windlass does not do: it pushes the images to --dst-repo and prints the ImageMirrorSet and Catalog to apply to the cluster (kubectl apply -f -)"
+        );
+    }
     let probe = format!("{}/package", args.dst_repo.trim_end_matches('/'));
     let options = args.registry.options(&probe)?;
+    if args.skip_push {
+        return check_pushed(&args, &options);
+    }
     let uploader = RegistryClient::for_streaming(&options);
     let file = std::fs::File::open(&args.archive)
         .with_context(|| format!("opening {}", args.archive.display()))?;
@@ -272,6 +332,47 @@ async fn push_manifests(
     Ok(())
 }
 
+/// `--skip-push`: the archive checked whole, and every image of it served by the registry under
+/// its digest already.
+fn check_pushed(
+    args: &PushArgs,
+    options: &windlass_oci::RegistryOptions,
+) -> anyhow::Result<ExitCode> {
+    let file = std::fs::File::open(&args.archive)
+        .with_context(|| format!("opening {}", args.archive.display()))?;
+    let package = read_archive(
+        std::io::BufReader::with_capacity(CHUNK, file),
+        args.limits.limits(),
+        &mut windlass_package::archive::Discard,
+    )
+    .with_context(|| format!("{} is refused", args.archive.display()))?;
+    let references: Vec<&str> = package
+        .images
+        .images
+        .iter()
+        .map(|i| i.reference.as_str())
+        .collect();
+    let placed = destinations(&args.dst_repo, &references)?;
+    let client = RegistryClient::new(options);
+    runtime()?.block_on(async {
+        for (destination, image) in placed.iter().zip(&package.images.images) {
+            let pinned = format!("{}@{}", destination.target.name(), image.descriptor.digest);
+            if client.resolve_digest(&pinned).await?.is_none() {
+                return Err(anyhow!(
+                    "{pinned} is not in the registry: push without --skip-push"
+                ));
+            }
+        }
+        Ok(())
+    })?;
+    println!(
+        "{} {} is in {} already: nothing pushed",
+        package.manifest.metadata.name, package.manifest.spec.version, args.dst_repo
+    );
+    print_objects(args, &package, &placed);
+    Ok(ExitCode::SUCCESS)
+}
+
 fn print_result(args: &PushArgs, package: &ReadPackage, placed: &[Destination], counts: &Counts) {
     println!(
         "pushed {} {} to {}: {} blobs uploaded ({:.1} MB), {} already there, {} mounted; {} manifests",
@@ -284,6 +385,12 @@ fn print_result(args: &PushArgs, package: &ReadPackage, placed: &[Destination], 
         counts.mounted,
         package.images.manifests.len()
     );
+    print_objects(args, package, placed);
+}
+
+/// Where each image went, and what installs from there: the mirror rules, and a Catalog for a
+/// bundle (a chart is installed with helm).
+fn print_objects(args: &PushArgs, package: &ReadPackage, placed: &[Destination]) {
     for (destination, image) in placed.iter().zip(&package.images.images) {
         println!(
             "  {} -> {}@{}",
@@ -293,6 +400,7 @@ fn print_result(args: &PushArgs, package: &ReadPackage, placed: &[Destination], 
         );
     }
     let name = &package.manifest.metadata.name;
+    let catalog_name = args.target_catalog_source.as_ref().unwrap_or(name);
     let mirrors = ImageMirrorSet::new(
         name,
         ImageMirrorSetSpec {
@@ -306,31 +414,44 @@ fn print_result(args: &PushArgs, package: &ReadPackage, placed: &[Destination], 
                 .collect(),
         },
     );
+    println!(
+        "\n# The rule that sends the images' references to {}:",
+        args.dst_repo
+    );
+    println!("{}", yaml(&mirrors));
+    if package.manifest.artifact().1 == ArtifactType::Chart {
+        println!(
+            "# The chart, installed with helm (windlass Catalogs serve OLM bundles):\nhelm install {name} oci://{} --version {}{}",
+            placed[0].target.name(),
+            package.manifest.spec.version,
+            if args.registry.plain_http() {
+                " --plain-http"
+            } else {
+                ""
+            }
+        );
+        return;
+    }
     let bundle = &placed[0].source;
     let pinned = format!(
         "{}@{}",
         bundle.name(),
         package.images.images[0].descriptor.digest
     );
-    let pull_secret = args.registry.username.is_some() || args.registry.docker_config.is_some();
+    let pull_secret = args.registry.has_credentials();
     let catalog = Catalog::new(
-        name,
+        catalog_name,
         windlass_api::CatalogSpec {
             source: CatalogSource {
                 type_: CatalogSourceType::BundleImages,
                 bundle_images: vec![pinned],
-                plain_http: args.registry.plain_http,
-                pull_secret: pull_secret.then(|| format!("{name}-pull-secret")),
+                plain_http: args.registry.plain_http(),
+                pull_secret: pull_secret.then(|| format!("{catalog_name}-pull-secret")),
                 ..Default::default()
             },
             ..Default::default()
         },
     );
-    println!(
-        "\n# The rule that sends the images' references to {}:",
-        args.dst_repo
-    );
-    println!("{}", yaml(&mirrors));
     println!(
         "# A Catalog serving the bundle by the name it was published under (the rule above sends it to {}){}:",
         args.dst_repo,

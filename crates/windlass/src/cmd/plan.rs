@@ -169,7 +169,7 @@ fn standing(blueprint: &Blueprint, plan: &Plan, target: &Target) -> Option<Strin
 }
 
 /// The plan of `revision` (the newest previewed one when `None`), checked against the status.
-async fn read_plan(
+pub(crate) async fn read_plan(
     blueprints: &Api<Blueprint>,
     blueprint: &Blueprint,
     revision: Option<i64>,
@@ -321,7 +321,7 @@ async fn approve_async(args: ApproveArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Waits until `revision` Completed (success) or failed, printing each phase.
-async fn wait_applied(
+pub(crate) async fn wait_applied(
     blueprints: &Api<Blueprint>,
     name: &str,
     revision: i64,

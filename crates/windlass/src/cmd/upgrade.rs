@@ -18,7 +18,10 @@ use windlass_api::{
     names::CLI_FIELD_MANAGER,
 };
 
-use crate::cmd::upgrade_view;
+use crate::cmd::{
+    output::{Format, OutputArgs},
+    upgrade_recommend, upgrade_view,
+};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -64,8 +67,11 @@ pub enum UpgradeCommand {
         kubeconfig: Option<PathBuf>,
     },
     /// What the update service offers from the running release and why: recommended updates,
-    /// and conditional ones with each risk and whether it applies to this cluster.
+    /// and conditional ones with each risk and whether it applies to this cluster (`-o wide`:
+    /// whole risk messages and how each risk is matched).
     Recommend {
+        #[command(flatten)]
+        output: OutputArgs,
         #[arg(long, env = "KUBECONFIG")]
         kubeconfig: Option<PathBuf>,
     },
@@ -94,7 +100,9 @@ pub fn run(args: UpgradeArgs) -> anyhow::Result<ExitCode> {
                 channel,
                 kubeconfig,
             }) => set_channel(channel, kubeconfig).await,
-            Some(UpgradeCommand::Recommend { kubeconfig }) => recommend(kubeconfig).await,
+            Some(UpgradeCommand::Recommend { output, kubeconfig }) => {
+                recommend(output.format, kubeconfig).await
+            }
             Some(UpgradeCommand::Plan { kubeconfig }) => plan(kubeconfig).await,
             Some(UpgradeCommand::Approve { digest, kubeconfig }) => {
                 approve(&digest, kubeconfig).await
@@ -251,10 +259,10 @@ async fn set_channel(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn recommend(kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+async fn recommend(format: Format, kubeconfig: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let versions = api(kubeconfig.as_ref()).await?;
     let version = existing(&versions, "").await?;
-    print!("{}", upgrade_view::render_recommend(&version));
+    print!("{}", upgrade_recommend::show(&version, format)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,4 +1,5 @@
-//! What `windlass upgrade status` and `windlass upgrade recommend` print.
+//! What `windlass upgrade status` and `windlass upgrade plan` print (`upgrade_recommend` has
+//! what `windlass upgrade recommend` prints).
 
 use k8s_openapi::jiff::Timestamp;
 use windlass_api::{
@@ -54,117 +55,6 @@ pub fn render_plan(plan: &ReleasePlan) -> String {
             plan.digest
         ));
     }
-    out
-}
-
-/// What the update service offers, in `oc adm upgrade recommend`'s order: the service and
-/// channel, then each update newest first with the risks that apply to this cluster.
-pub fn render_recommend(version: &ClusterVersion) -> String {
-    let mut out = String::new();
-    let spec = &version.spec;
-    let status = version.status.clone().unwrap_or_default();
-    match (&spec.upstream, &spec.channel) {
-        (Some(upstream), Some(channel)) => {
-            out.push_str(&format!(
-                "Upstream update service: {upstream}
-Channel: {channel}
-"
-            ));
-        }
-        _ => {
-            out.push_str("No update service: set spec.upstream and a channel (`windlass upgrade channel NAME`).
-");
-            return out;
-        }
-    }
-    if let Some(c) = find(&status.conditions, types::RETRIEVED_UPDATES)
-        .filter(|c| c.status != ConditionStatus::True)
-    {
-        out.push_str(&format!(
-            "Updates could not be retrieved ({}): {}
-",
-            c.reason, c.message
-        ));
-    }
-    let running = status
-        .history
-        .iter()
-        .find(|h| h.state == UpdateState::Completed)
-        .map(|h| h.version.clone())
-        .unwrap_or_default();
-    let mut rows: Vec<(String, String, String)> = status
-        .available_updates
-        .iter()
-        .map(|r| {
-            (
-                r.version.clone(),
-                r.image.clone(),
-                "Recommended: no known issue applies to this cluster".to_string(),
-            )
-        })
-        .collect();
-    for update in &status.conditional_updates {
-        let recommended = update
-            .conditions
-            .iter()
-            .find(|c| c.type_ == types::RECOMMENDED);
-        let mut why = match recommended {
-            Some(c) if c.status == ConditionStatus::True => format!("Recommended ({})", c.reason),
-            Some(c) => format!("Not recommended ({}): {}", c.reason, first_line(&c.message)),
-            None => "Not evaluated yet".to_string(),
-        };
-        for risk in &update.risks {
-            let applies = risk
-                .conditions
-                .iter()
-                .find(|c| c.type_ == types::APPLIES)
-                .map(|c| format!("{:?}", c.status))
-                .unwrap_or_else(|| "Unknown".into());
-            why.push_str(&format!(
-                "
-      risk {} (applies: {applies}): {}",
-                risk.name,
-                first_line(&risk.message)
-            ));
-            if !risk.url.is_empty() {
-                why.push_str(&format!(" {}", risk.url));
-            }
-        }
-        rows.push((
-            update.release.version.clone(),
-            update.release.image.clone(),
-            why,
-        ));
-    }
-    rows.sort_by(
-        |a, b| match (semver::Version::parse(&b.0), semver::Version::parse(&a.0)) {
-            (Ok(x), Ok(y)) => x.cmp(&y),
-            _ => b.0.cmp(&a.0),
-        },
-    );
-    if rows.is_empty() {
-        out.push_str(&format!(
-            "
-No updates from {running} in this channel.
-"
-        ));
-        return out;
-    }
-    out.push_str(&format!(
-        "
-Updates from {running}:
-"
-    ));
-    for (version, image, why) in rows {
-        out.push_str(&format!(
-            "  {version:<10} {image}
-      {why}
-"
-        ));
-    }
-    out.push_str("
-`windlass upgrade --to VERSION` asks for one (`--accept-risks NAME` for a conditional update's risks).
-");
     out
 }
 
@@ -513,7 +403,7 @@ mod tests {
     }
 
     #[test]
-    fn recommend_lists_updates_newest_first_with_the_risks_that_apply() {
+    fn status_lists_readiness_findings_and_the_newest_update_is_found_by_version() {
         let version: ClusterVersion = serde_json::from_value(serde_json::json!({
             "apiVersion": "windlass.dev/v1alpha1", "kind": "ClusterVersion",
             "metadata": {"name": "version"},
@@ -535,16 +425,6 @@ mod tests {
             },
         }))
         .unwrap();
-        let shown = render_recommend(&version);
-        let newer = shown.find("4.2.0").unwrap();
-        let older = shown.find("4.1.1").unwrap();
-        assert!(newer < older, "{shown}");
-        assert!(shown.contains("Not recommended (SlowIngress)"), "{shown}");
-        assert!(
-            shown.contains("risk SlowIngress (applies: True)"),
-            "{shown}"
-        );
-        assert!(shown.contains("Updates from 4.1.0"), "{shown}");
         let status = render(&version, Timestamp::now());
         assert!(
             status.contains(

@@ -1,5 +1,6 @@
 //! Helpers shared by several e2e modules; the ones every test uses live in `windlass-testkit`.
 
+pub mod adoption;
 pub mod api_server;
 pub mod api_verdict;
 pub mod corpus_cases;
@@ -9,3 +10,4 @@ pub mod helm;
 pub mod hub;
 pub mod hub_rbac;
 pub mod isolated;
+pub mod olm_v0;
