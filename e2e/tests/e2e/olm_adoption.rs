@@ -258,6 +258,42 @@ async fn an_olm_install_is_adopted_in_place_then_upgraded_and_rolled_back_by_win
     // The pods adoption must keep: whichever one scaling down left.
     let before = pods(&admin, &ns.name, &olm.deployment).await;
 
+    // A Subscription someone else wrote, claiming to be this adoption's, with another
+    // package: refused rather than approved unseen, and left for its writer.
+    let planted: Subscription = serde_json::from_value(json!({
+        "apiVersion": "windlass.dev/v1alpha1", "kind": "Subscription",
+        "metadata": {"name": package, "namespace": ns.name,
+                     "annotations": {annotations::ADOPTED_FROM: format!("olm:{}/{}", ns.name, olm.csv)}},
+        "spec": {"package": "acme-db", "approval": "Manual"},
+    }))
+    .unwrap();
+    subscriptions
+        .create(&PostParams::default(), &planted)
+        .await
+        .unwrap();
+    let refused = adopt(&[]);
+    let said = String::from_utf8_lossy(&refused.stdout).to_string()
+        + &String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("its spec differs from what adoption writes (spec.package"),
+        "{said}"
+    );
+    subscriptions
+        .delete(&package, &Default::default())
+        .await
+        .unwrap();
+    let blueprints = Api::<Blueprint>::namespaced(admin.clone(), &ns.name);
+    wait_until(
+        "the planted Subscription and its Blueprint gone",
+        TIMEOUT,
+        || async {
+            subscriptions.get_opt(&package).await.unwrap().is_none()
+                && blueprints.get_opt(&package).await.unwrap().is_none()
+        },
+    )
+    .await;
+
     // Adopt.
     let out = adopt(&[]);
     let said =

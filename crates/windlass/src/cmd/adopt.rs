@@ -195,6 +195,18 @@ async fn adopt(client: &Client, adoption: &Adoption, args: &Common) -> anyhow::R
             adoption.name
         ),
         Some(existing) if adopted_from(&existing.metadata) == Some(origin.as_str()) => {
+            // Anyone who may write Subscriptions here could have made this one: go on only if
+            // it asks for what this adoption would, or its plan would be approved unseen.
+            let differs = spec_differences(&existing, &adoption.subscription["spec"])?;
+            if !differs.is_empty() {
+                bail!(
+                    "the windlass Subscription {ns}/{} says it was made by adopting {origin}, \
+                     but its spec differs from what adoption writes ({}); remove it and run \
+                     this again",
+                    adoption.name,
+                    differs.join(", ")
+                );
+            }
             println!(
                 "  windlass Subscription {ns}/{} exists from an earlier run; going on",
                 adoption.name
@@ -367,6 +379,19 @@ async fn ensure_catalog(
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// The fields of `planned` (a Subscription spec) that `existing` has otherwise; approval is
+/// left out, as adoption changes it itself.
+fn spec_differences(existing: &Subscription, planned: &Value) -> anyhow::Result<Vec<String>> {
+    let existing = serde_json::to_value(&existing.spec)?;
+    let mut differs = Vec::new();
+    for (key, value) in planned.as_object().into_iter().flatten() {
+        if key != "approval" && existing.get(key) != Some(value) {
+            differs.push(format!("spec.{key}"));
+        }
+    }
+    Ok(differs)
 }
 
 enum Waited {
