@@ -67,6 +67,13 @@ launch etcd "$ETCD_BIN/etcd" --name windlass --data-dir "$STATE_DIR/etcd" \
   --initial-cluster "windlass=http://127.0.0.1:$ETCD_PEER_PORT" --unsafe-no-fsync=true --log-level warn
 wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
+# WINDLASS_AUDIT=requests also logs the manager's reads (for the scale benchmarks), in a log
+# large enough for ten thousand installs without rotating.
+case "${WINDLASS_AUDIT:-writes}" in
+  writes) audit_policy="$E2E_DIR/audit/policy.yaml" audit_max_mb=200 ;;
+  requests) audit_policy="$E2E_DIR/audit/policy-requests.yaml" audit_max_mb=4000 ;;
+  *) die "WINDLASS_AUDIT is writes (the default) or requests, not ${WINDLASS_AUDIT}" ;;
+esac
 log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
 launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" --bind-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
@@ -75,8 +82,8 @@ launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --service-cluster-ip-range 10.0.0.0/24 \
   --service-account-issuer "https://127.0.0.1:$APISERVER_PORT" \
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
-  --audit-policy-file "$E2E_DIR/audit/policy.yaml" --audit-log-path "$STATE_DIR/logs/audit.log" \
-  --audit-log-maxsize 200 --audit-log-maxbackup 1 \
+  --audit-policy-file "$audit_policy" --audit-log-path "$STATE_DIR/logs/audit.log" \
+  --audit-log-maxsize "$audit_max_mb" --audit-log-maxbackup 1 \
   --enable-priority-and-fairness=false --profiling=false --v=1
 wait_for kube-apiserver 60 curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
   "https://127.0.0.1:$APISERVER_PORT/readyz"
@@ -114,30 +121,43 @@ launch kube-controller-manager "$K8S_BIN/kube-controller-manager" --kubeconfig "
   --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
   --use-service-account-credentials=false --controllers '*' \
   --kube-api-qps "$KCM_QPS" --kube-api-burst "$(( KCM_QPS * 3 / 2 ))" --v=1
+# The scheduler's limit (upstream's 50 per second) is raised with the controller-manager's: it
+# binds every pod those controllers create.
+SCHEDULER_QPS=$(( KCM_QPS > 50 ? KCM_QPS : 50 ))
 launch kube-scheduler "$K8S_BIN/kube-scheduler" --kubeconfig "$KUBECONFIG_PATH" \
-  --leader-elect=false --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --v=1
+  --leader-elect=false --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" \
+  --kube-api-qps "$SCHEDULER_QPS" --kube-api-burst "$(( SCHEDULER_QPS * 2 ))" --v=1
 
-log "starting kwok (simulated node and pods)"
+# One simulated node holds a thousand pods; the scale benchmark asks for more of them
+# (WINDLASS_KWOK_NODES), and then pod addresses come from a /16.
+KWOK_NODES=${WINDLASS_KWOK_NODES:-1}
+[[ "$KWOK_NODES" =~ ^[1-9][0-9]*$ ]] || die "WINDLASS_KWOK_NODES is a number of nodes, not '$KWOK_NODES'"
+POD_CIDR=10.0.2.0/24
+((KWOK_NODES == 1)) || POD_CIDR=10.64.0.0/16
+log "starting kwok ($KWOK_NODES simulated node(s) and their pods)"
 launch kwok "$KWOK_BIN/kwok" --kubeconfig "$KUBECONFIG_PATH" -c "$E2E_DIR/kwok/stages.yaml" \
   --manage-all-nodes=true --node-lease-duration-seconds=40 \
-  --server-address "127.0.0.1:$KWOK_PORT" --node-ip 10.0.1.1 --cidr 10.0.2.0/24
+  --server-address "127.0.0.1:$KWOK_PORT" --node-ip 10.0.1.1 --cidr "$POD_CIDR"
 KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH")
-"${KUBECTL[@]}" apply -f - >/dev/null <<'NODE'
+for ((node = 0; node < KWOK_NODES; node++)); do
+  cat <<NODE
 apiVersion: v1
 kind: Node
 metadata:
-  name: kwok-node-0
+  name: kwok-node-$node
   annotations:
     kwok.x-k8s.io/node: fake
   labels:
-    kubernetes.io/hostname: kwok-node-0
+    kubernetes.io/hostname: kwok-node-$node
     kubernetes.io/os: linux
     kubernetes.io/arch: amd64
     type: kwok
 status:
   capacity: {cpu: "64", memory: 256Gi, pods: "1000"}
   allocatable: {cpu: "64", memory: 256Gi, pods: "1000"}
+---
 NODE
+done | "${KUBECTL[@]}" apply -f - >/dev/null
 
 log "starting the OCI registry on 127.0.0.1:$REGISTRY_PORT"
 cat >"$STATE_DIR/registry.yml" <<REG

@@ -37,8 +37,10 @@ failed=()
 start=$SECONDS
 for module in "${modules[@]}"; do
   log "e2e module $module"
-  (cd "$E2E_DIR" && "$e2e" "${test_args[@]}" "$module::") || failed+=("$module")
+  module_start=$SECONDS
+  (cd "$E2E_DIR" && run_timed_tests e2e "$e2e" "${test_args[@]}" "$module::") || failed+=("$module")
+  log "e2e module $module took $((SECONDS - module_start)) s"
 done
-(cd "$E2E_DIR" && "$image" "${test_args[@]}") || failed+=("(e2e crate unit tests)")
+(cd "$E2E_DIR" && run_timed_tests windlass-e2e "$image" "${test_args[@]}") || failed+=("(e2e crate unit tests)")
 log "end-to-end tests took $((SECONDS - start)) s"
 ((${#failed[@]} == 0)) || die "failed: ${failed[*]}"

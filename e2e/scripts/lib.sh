@@ -87,3 +87,22 @@ finally:
 sys.exit(1)
 PY
 }
+
+# Runs a libtest executable with its per-test times on, and when WINDLASS_TEST_TIMES names a
+# file, appends one line per finished test to it: seconds<TAB>label<TAB>test. libtest's
+# `--report-time` is still unstable, and RUSTC_BOOTSTRAP=1 in the executable's own
+# environment is how a stable toolchain turns it on; nothing is compiled under it.
+# Usage: run_timed_tests LABEL EXECUTABLE [ARGS...]; the exit status is the executable's.
+run_timed_tests() {
+  local label="$1" executable="$2"
+  shift 2
+  local times="${WINDLASS_TEST_TIMES:-/dev/null}"
+  RUSTC_BOOTSTRAP=1 "$executable" -Z unstable-options --report-time "$@" 2>&1 |
+    LABEL="$label" TIMES="$times" awk '
+      { print; fflush() }
+      /^test .* \.\.\. (ok|FAILED) <[0-9.]+s>$/ {
+        seconds = $NF; gsub(/[<>s]/, "", seconds)
+        printf "%s\t%s\t%s\n", seconds, ENVIRON["LABEL"], $2 >> ENVIRON["TIMES"]
+      }'
+  return "${PIPESTATUS[0]}"
+}

@@ -58,7 +58,10 @@ done
 
 metrics_port=$(free_port); health_port=$(free_port "$metrics_port")
 # As the Helm chart does: two malloc arenas keep the manager's memory down (see the chart).
-MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" setsid "$bin" manager --kubeconfig "$manager_kubeconfig" --namespace "$manager_namespace" --log-level "${WINDLASS_LOG:-info,kube=warn}" \
+# MALLOC_ARENA_MAX=default leaves glibc's allocator as it comes (the scale benchmark's setting).
+allocator=(env MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}")
+[[ "${MALLOC_ARENA_MAX:-}" == default ]] && allocator=(env -u MALLOC_ARENA_MAX)
+"${allocator[@]}" setsid "$bin" manager --kubeconfig "$manager_kubeconfig" --namespace "$manager_namespace" --log-level "${WINDLASS_LOG:-info,kube=warn}" \
   --metrics-bind-address "127.0.0.1:$metrics_port" --health-probe-bind-address "127.0.0.1:$health_port" ${WINDLASS_MANAGER_ARGS:-} \
   >>"$STATE_DIR/logs/manager.log" 2>&1 </dev/null &
 echo $! >"$pid_file"

@@ -16,7 +16,7 @@ while IFS=$'\t' read -r package kind name folder executable; do
   # not tests.
   [[ "$package" == windlass-e2e || "$kind" == bench || "$kind" == example ]] && continue
   log "$package: $kind $name"
-  (cd "$folder" && "$executable" "${test_args[@]}") || failed+=("$package ($kind $name)")
+  (cd "$folder" && run_timed_tests "$package" "$executable" "${test_args[@]}") || failed+=("$package ($kind $name)")
 done <"$binaries"
 "$cargo" test --workspace --doc || failed+=("doc tests")
 ((${#failed[@]} == 0)) || die "failed: ${failed[*]}"

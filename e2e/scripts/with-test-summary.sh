@@ -6,8 +6,9 @@
 source "$(dirname "$0")/lib.sh"
 
 record="$(mktemp "${TMPDIR:-/tmp}/windlass-skipped-tests.XXXXXX")"
-trap 'rm -f "$record"' EXIT
-export WINDLASS_SKIPPED_TESTS="$record"
+times="$(mktemp "${TMPDIR:-/tmp}/windlass-test-times.XXXXXX")"
+trap 'rm -f "$record" "$times"' EXIT
+export WINDLASS_SKIPPED_TESTS="$record" WINDLASS_TEST_TIMES="$times"
 
 start=$SECONDS
 status=0
@@ -17,6 +18,11 @@ elapsed=$((SECONDS - start))
 printf '\n== make test: '
 if ((status == 0)); then printf 'passed'; else printf 'FAILED (exit status %s)' "$status"; fi
 printf ' in %d min %02d s\n' $((elapsed / 60)) $((elapsed % 60))
+if [[ -s "$times" ]]; then
+  printf '%s tests took %.0f s between them; the slowest ten:\n' "$(wc -l <"$times")" \
+    "$(awk -F'\t' '{ s += $1 } END { print s }' "$times")"
+  sort -t$'\t' -k1,1 -gr "$times" | head -n 10 | awk -F'\t' '{ printf "  %7.1f s  %s  (%s)\n", $1, $3, $2 }'
+fi
 if [[ -s "$record" ]]; then
   sort -u "$record" >"$record.sorted"
   printf '%s tests skipped:\n' "$(wc -l <"$record.sorted")"

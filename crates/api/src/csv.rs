@@ -119,9 +119,9 @@ impl Definition {
         serde_json::from_str(self.0.get())
     }
 
-    /// The names of the CRDs the definition owns and requires, read without building the rest
-    /// of it (none when it names none, or is not a CSV definition at all).
-    pub fn crd_names(&self) -> CrdNames {
+    /// The CRDs the definition owns and requires (`spec.customresourcedefinitions`), read
+    /// without building the rest of it (none when it names none, or is not a CSV definition).
+    fn crd_entries(&self) -> CrdLists {
         #[derive(Deserialize, Default)]
         #[serde(default)]
         struct Top {
@@ -130,35 +130,49 @@ impl Definition {
         #[derive(Deserialize, Default)]
         #[serde(default)]
         struct Spec {
-            customresourcedefinitions: Lists,
+            customresourcedefinitions: CrdLists,
         }
-        #[derive(Deserialize, Default)]
-        #[serde(default)]
-        struct Lists {
-            owned: Vec<Named>,
-            required: Vec<Named>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(default)]
-        struct Named {
-            name: String,
-        }
-        let lists = self
-            .parse::<Top>()
+        self.parse::<Top>()
             .unwrap_or_default()
             .spec
-            .customresourcedefinitions;
-        let names = |list: Vec<Named>| list.into_iter().map(|n| n.name).collect();
+            .customresourcedefinitions
+    }
+
+    /// The names of the CRDs the definition owns and requires.
+    pub fn crd_names(&self) -> CrdNames {
+        let lists = self.crd_entries();
+        let names = |list: Vec<CrdEntry>| list.into_iter().map(|n| n.name).collect();
         CrdNames {
             owned: names(lists.owned),
             required: names(lists.required),
         }
     }
 
+    /// The CRDs the definition owns, with the version and kind it names for each.
+    pub fn owned_crds(&self) -> Vec<CrdEntry> {
+        self.crd_entries().owned
+    }
+
     /// The JSON text.
     pub fn as_json(&self) -> &str {
         self.0.get()
     }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CrdLists {
+    owned: Vec<CrdEntry>,
+    required: Vec<CrdEntry>,
+}
+
+/// One CRD a CSV definition owns or requires, as it names it (any part may be empty).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct CrdEntry {
+    pub name: String,
+    pub version: String,
+    pub kind: String,
 }
 
 /// The CRDs a CSV definition names, from [`Definition::crd_names`].

@@ -81,9 +81,9 @@ pub async fn validate(
         return Ok((Validation::Untrusted(refusal), None));
     }
     let client = applier.client();
-    let current = observed.current.as_ref();
+    let current = stored_content(sources, blueprint, observed, request.revision).await?;
     let (content, stored) =
-        match dereference(sources, store, trust, blueprint, request, current).await? {
+        match dereference(sources, store, trust, blueprint, request, current.as_ref()).await? {
             Ok(found) => found,
             Err(unusable) => return Ok((unusable.into_validation(), None)),
         };
@@ -119,6 +119,9 @@ pub async fn validate(
         content.permitted_by = Some(placement.record());
     }
     if stored == Stored::No {
+        sources
+            .revision_writes
+            .writing(&blueprint.uid().unwrap_or_default());
         match store_revision(client, sources.seal_key, blueprint, &content).await {
             Ok(written) => sources.revision_lists.wrote(&written),
             // Retrying cannot make it fit: say so on the Blueprint instead of backing off.
@@ -609,6 +612,27 @@ pub async fn store_revision(
             secret: secret_name,
             source,
         })
+}
+
+/// The content of the stored, sealed revision `revision`: what the observation read, or read
+/// now (an observation that found the Secret unchanged since it was last checked reads no
+/// data). None when it is not stored, fails its seal or does not read.
+pub async fn stored_content(
+    sources: &Sources<'_>,
+    blueprint: &Blueprint,
+    observed: &Observed,
+    revision: i64,
+) -> Result<Option<RevisionContent>, Error> {
+    if let Some(content) = observed.current.as_ref().filter(|c| c.revision == revision) {
+        return Ok(Some(content.clone()));
+    }
+    let stored = observed.stored.iter().any(|s| s.revision == revision);
+    if !stored || observed.tampered(revision).is_some() {
+        return Ok(None);
+    }
+    Ok(read(sources.client, sources.seal_key, blueprint, revision)
+        .await?
+        .ok())
 }
 
 /// A stored revision's content, or why it cannot be restored.

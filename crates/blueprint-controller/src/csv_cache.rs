@@ -39,12 +39,13 @@ pub fn trim(csv: &mut ClusterServiceVersion) {
     }
 }
 
-/// The Blueprints (by uid) whose CSVs were written since the cache last matched a list.
+/// The Blueprints (by uid) whose objects of one kind (CSVs, revision Secrets) this controller
+/// wrote since the cache last matched a list of them.
 #[derive(Default)]
-pub struct CsvWrites(Mutex<HashSet<String>>);
+pub struct PendingWrites(Mutex<HashSet<String>>);
 
-impl CsvWrites {
-    /// This controller is about to write CSVs of the Blueprint `uid`.
+impl PendingWrites {
+    /// This controller is about to write objects of the Blueprint `uid`.
     pub fn writing(&self, uid: &str) {
         self.0
             .lock()
@@ -52,7 +53,7 @@ impl CsvWrites {
             .insert(uid.to_string());
     }
 
-    /// Whether the Blueprint's CSVs must be listed: a write of them may not be cached yet.
+    /// Whether the Blueprint's objects must be listed: a write of them may not be cached yet.
     pub fn must_list(&self, uid: &str) -> bool {
         self.0
             .lock()
@@ -69,6 +70,18 @@ impl CsvWrites {
         cached: &[ClusterServiceVersion],
     ) {
         if same_versions(listed, cached) {
+            self.forget(uid);
+        }
+    }
+
+    /// [`Self::listed`] for objects given by their sorted names and resourceVersions.
+    pub fn listed_versions(
+        &self,
+        uid: &str,
+        listed: &[(String, Option<String>)],
+        cached: &[(String, Option<String>)],
+    ) {
+        if listed == cached {
             self.forget(uid);
         }
     }
@@ -161,7 +174,7 @@ mod tests {
 
     #[test]
     fn the_cache_serves_again_once_a_list_matches_it() {
-        let writes = CsvWrites::default();
+        let writes = PendingWrites::default();
         assert!(!writes.must_list("uid-1"));
         writes.writing("uid-1");
         assert!(writes.must_list("uid-1"));

@@ -23,6 +23,7 @@ pub mod preview;
 pub mod readiness;
 pub mod reconcile;
 pub mod revision;
+pub mod revision_cache;
 
 #[cfg(test)]
 mod samples;

@@ -1,6 +1,6 @@
 //! Gathering what the plan looks at: the revision Secrets, the CSVs, the dependencies.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
@@ -15,10 +15,11 @@ use windlass_revisions::{SealError, SealKey};
 
 use crate::{
     Error, build,
-    csv_cache::{self, CsvWrites},
+    csv_cache::{self, PendingWrites},
     names,
     plan::{DependencyState, ObservedCsv, Settings, StoredRevision},
     revision::{self, RevisionContent},
+    revision_cache::{self, RevisionCache},
 };
 
 /// The cluster around one Blueprint.
@@ -31,7 +32,9 @@ pub struct Observed {
     pub crds: Vec<String>,
     pub csvs: Vec<ObservedCsv>,
     pub dependencies: Vec<DependencyState>,
-    /// The content of the current revision, when its Secret exists, is sealed and reads.
+    /// The content of the current revision, when its Secret was read in this observation
+    /// (its first, or after it changed), is sealed and reads; otherwise
+    /// [`crate::content::current`] reads it when it is needed.
     pub current: Option<RevisionContent>,
     /// Revision Secrets whose seal does not check: nothing of them is used.
     pub tampered: Vec<Tampered>,
@@ -70,9 +73,13 @@ pub struct Sources<'a> {
     pub seal_key: &'a SealKey,
     pub blueprints: &'a Store<Blueprint>,
     pub csvs: &'a Store<ClusterServiceVersion>,
-    pub csv_writes: &'a CsvWrites,
+    pub csv_writes: &'a PendingWrites,
     /// CSVs are listed not older than this controller's last write of one.
     pub csv_lists: Arc<ListFloor>,
+    /// Revision Secrets' metadata, and what was found of their data.
+    pub revisions: &'a RevisionCache,
+    /// The Blueprints whose revision Secrets this controller wrote since the cache matched.
+    pub revision_writes: &'a PendingWrites,
     /// Revision Secrets are listed not older than this controller's last write of one.
     pub revision_lists: &'a ListFloor,
     /// InstallPolicies are listed not older than the last list of them.
@@ -87,6 +94,8 @@ pub async fn observe(sources: &Sources<'_>, blueprint: &Blueprint) -> Result<Obs
         csvs: csv_cache,
         csv_writes,
         ref csv_lists,
+        revisions,
+        revision_writes,
         revision_lists,
         policy_lists: _,
     } = *sources;
@@ -94,52 +103,113 @@ pub async fn observe(sources: &Sources<'_>, blueprint: &Blueprint) -> Result<Obs
     let name = blueprint.name_any();
     let uid = blueprint.uid().unwrap_or_default();
     let secrets = Api::<Secret>::namespaced(client.clone(), &namespace);
-    let secrets = revision_lists
-        .list(
-            &secrets,
-            &ListParams::default().labels(&names::revision_selector(&name)),
-        )
-        .await
-        .map_err(|source| Error::Read {
-            what: format!("revision Secrets of {namespace}/{name}"),
-            source,
-        })?;
+    let list = || async {
+        revision_lists
+            .list(
+                &secrets,
+                &ListParams::default().labels(&names::revision_selector(&name)),
+            )
+            .await
+            .map_err(|source| Error::Read {
+                what: format!("revision Secrets of {namespace}/{name}"),
+                source,
+            })
+            .map(|list| list.items)
+    };
+    let by_name = |items: Vec<Secret>| -> HashMap<String, Secret> {
+        items.into_iter().map(|s| (s.name_any(), s)).collect()
+    };
+    // Straight after this controller's own write the cache may be behind it: list instead,
+    // until the cache shows what the list does.
+    let mut listed: HashMap<String, Secret> = HashMap::new();
+    let metas = if revision_writes.must_list(&uid) {
+        let items = list().await?;
+        let metas: Vec<ObjectMeta> = items.iter().map(|s| s.metadata.clone()).collect();
+        revision_writes.listed_versions(
+            &uid,
+            &revision_cache::versions(&metas),
+            &revision_cache::versions(&revisions.of(&namespace, &name)),
+        );
+        listed = by_name(items);
+        metas
+    } else {
+        let metas = revisions.of(&namespace, &name);
+        // Several to read (the first reconcile after a start): one list, not a read of each.
+        let unchecked = metas
+            .iter()
+            .filter(|m| owned_by(m, &uid) && revisions.checked(m, &uid).is_none())
+            .count();
+        if unchecked > 1 {
+            listed = by_name(list().await?);
+        }
+        metas
+    };
     let mut observed = Observed::default();
-    for secret in secrets.items.iter().filter(|s| owned_by(&s.metadata, &uid)) {
-        let Some(stored) = stored_revision(secret) else {
+    for meta in metas.iter().filter(|m| owned_by(m, &uid)) {
+        let Some(stored) = stored_revision(meta) else {
+            continue;
+        };
+        let current = stored.revision == blueprint.spec.revision;
+        // The current revision's settings are needed; another revision's only its seal.
+        let remembered = revisions.checked(meta, &uid).filter(|c| {
+            c.revision == stored.revision && (!current || !matches!(c.outcome, Ok(None)))
+        });
+        let (meta, checked) = match remembered {
+            Some(checked) => (meta.clone(), checked),
+            None => {
+                let secret_name = meta.name.clone().unwrap_or_default();
+                let secret =
+                    match listed.remove(&secret_name) {
+                        Some(secret) => secret,
+                        None => match secrets.get_opt(&secret_name).await.map_err(|source| {
+                            Error::Read {
+                                what: format!("revision Secret {namespace}/{secret_name}"),
+                                source,
+                            }
+                        })? {
+                            Some(secret) => secret,
+                            // Deleted since the cache saw it.
+                            None => continue,
+                        },
+                    };
+                let Some(stored) = stored_revision(&secret.metadata) else {
+                    continue;
+                };
+                let (checked, content) =
+                    check(secret.clone(), key, blueprint, stored.revision, current);
+                revisions.remember(&secret.metadata, checked.clone());
+                if let Some(content) = content {
+                    observed.current = Some(content);
+                }
+                (secret.metadata, checked)
+            }
+        };
+        let Some(mut stored) = stored_revision(&meta) else {
             continue;
         };
         // Tenants can write Secrets in their namespace: only what windlass sealed counts.
-        if let Err(problem) = revision::verify_secret(secret, key, blueprint, stored.revision) {
-            observed.tampered.push(Tampered {
-                revision: stored.revision,
-                secret: format!("{namespace}/{}", secret.name_any()),
-                problem,
-            });
-            continue;
-        }
-        if let Some(kinds) = secret
-            .annotations()
-            .get(annotations::KINDS)
-            .map(|k| build::parse_kinds(k))
-        {
+        let settings = match checked.outcome {
+            Ok(settings) => settings,
+            Err(problem) => {
+                observed.tampered.push(Tampered {
+                    revision: stored.revision,
+                    secret: format!("{namespace}/{}", meta.name.as_deref().unwrap_or_default()),
+                    problem,
+                });
+                continue;
+            }
+        };
+        let notes = meta.annotations.clone().unwrap_or_default();
+        if let Some(kinds) = notes.get(annotations::KINDS).map(|k| build::parse_kinds(k)) {
             observed.kinds.extend(kinds);
         }
-        if let Some(crds) = secret.annotations().get(annotations::CRDS) {
+        if let Some(crds) = notes.get(annotations::CRDS) {
             observed
                 .crds
                 .extend(crds.split(',').filter(|c| !c.is_empty()).map(String::from));
         }
-        let mut stored = stored;
-        if stored.revision == blueprint.spec.revision
-            && let Ok(content) = revision::from_secret(secret)
-        {
-            stored.settings = Some(Settings {
-                digest: content.digest.clone(),
-                config: content.config.clone(),
-                target_namespaces: content.target_namespaces.clone(),
-            });
-            observed.current = Some(content);
+        if current {
+            stored.settings = settings;
         }
         observed.stored.push(stored);
     }
@@ -185,10 +255,42 @@ fn owned_by(meta: &ObjectMeta, uid: &str) -> bool {
     meta.owner_references.iter().flatten().any(|o| o.uid == uid)
 }
 
+/// The seal of a revision Secret checked for `blueprint`, and for the current revision what it
+/// was installed with (with its whole content, for this reconcile to use).
+fn check(
+    secret: Secret,
+    key: &SealKey,
+    blueprint: &Blueprint,
+    revision: i64,
+    current: bool,
+) -> (revision_cache::Checked, Option<RevisionContent>) {
+    let mut content = None;
+    let outcome = revision::verify_secret(&secret, key, blueprint, revision).map(|()| {
+        if !current {
+            return None;
+        }
+        let decoded = revision::from_secret(&secret).ok()?;
+        let settings = Settings {
+            digest: decoded.digest.clone(),
+            config: decoded.config.clone(),
+            target_namespaces: decoded.target_namespaces.clone(),
+        };
+        content = Some(decoded);
+        Some(settings)
+    });
+    let checked = revision_cache::Checked {
+        resource_version: secret.metadata.resource_version.clone().unwrap_or_default(),
+        blueprint_uid: blueprint.uid().unwrap_or_default(),
+        revision,
+        outcome,
+    };
+    (checked, content)
+}
+
 /// From labels and annotations alone: no decoding for revisions the plan only lists.
-fn stored_revision(secret: &Secret) -> Option<StoredRevision> {
-    let revision = secret.labels().get(labels::REVISION)?.parse().ok()?;
-    let annotations = secret.annotations();
+fn stored_revision(meta: &ObjectMeta) -> Option<StoredRevision> {
+    let revision = meta.labels.as_ref()?.get(labels::REVISION)?.parse().ok()?;
+    let annotations = meta.annotations.as_ref()?;
     Some(StoredRevision {
         revision,
         csv_name: annotations

@@ -14,7 +14,7 @@ use std::{
     time::Duration,
 };
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 
 use k8s_openapi::{api::core::v1::Secret, jiff::Timestamp};
 use kube::{
@@ -47,11 +47,12 @@ use crate::{
     Error, apply,
     build::Owner,
     content,
-    csv_cache::{self, CsvWrites},
+    csv_cache::{self, PendingWrites},
     memo::{Applied, Memo},
     observe,
     plan::{self, Action as Step, ContentRequest, Decision, Facts, Input, Need},
     revision,
+    revision_cache::RevisionCache,
 };
 
 /// What every reconcile shares.
@@ -76,9 +77,14 @@ pub struct Context {
     /// The CSVs Blueprints own, trimmed ([`csv_cache::trim`]).
     pub csvs: Store<ClusterServiceVersion>,
     /// The Blueprints whose CSVs this controller wrote since the cache last matched a list.
-    pub csv_writes: CsvWrites,
-    /// Revision Secrets and InstallPolicies are listed from the API server's cache, never older
-    /// than what this controller saw or wrote.
+    pub csv_writes: PendingWrites,
+    /// Every revision Secret's metadata, from one watch, and what was found of their data.
+    pub revisions: RevisionCache,
+    /// The Blueprints whose revision Secrets this controller wrote since the cache last matched
+    /// a list of them.
+    pub revision_writes: PendingWrites,
+    /// Revision Secrets (while the cache may be behind) and InstallPolicies are listed from the
+    /// API server's cache, never older than what this controller saw or wrote.
     pub revision_lists: ListFloor,
     pub policy_lists: ListFloor,
     /// The last rollback rehearsal of each Blueprint, so a wake-up does not dry-run it again.
@@ -97,6 +103,8 @@ impl Context {
                 &ClusterServiceVersion::api_version(&()),
                 &ClusterServiceVersion::kind(&()),
             ),
+            revisions: &self.revisions,
+            revision_writes: &self.revision_writes,
             revision_lists: &self.revision_lists,
             policy_lists: &self.policy_lists,
         }
@@ -124,6 +132,8 @@ pub async fn run(
     let Checks { seal_key, trust } = checks;
     let blueprints = scope.api::<Blueprint>(&client);
     let csvs = scope.api::<ClusterServiceVersion>(&client);
+    let (revisions, revision_watch) =
+        RevisionCache::watch(scope.api::<kube::api::PartialObjectMeta<Secret>>(&client));
     // One watch for the Blueprints and the dependents their changes wake: a dependent's
     // reconcile reads its dependencies from the cache, which must already hold the change.
     let runner::SharedController {
@@ -174,7 +184,9 @@ pub async fn run(
         own_writes: OwnWrites::default(),
         progress: ProgressHold::default(),
         csvs: csv_cache,
-        csv_writes: CsvWrites::default(),
+        csv_writes: PendingWrites::default(),
+        revisions,
+        revision_writes: PendingWrites::default(),
         revision_lists: ListFloor::default(),
         policy_lists: ListFloor::default(),
         rehearsals: crate::operands::Rehearsals::default(),
@@ -221,7 +233,10 @@ pub async fn run(
             runner::error_policy,
             ctx,
         );
-    runner::drain_with(watch, results).await;
+    let watches = futures::future::join(watch, revision_watch)
+        .map(|_| ())
+        .boxed();
+    runner::drain_with(watches, results).await;
 }
 
 /// The Blueprints a change of InstallPolicy `policy` may concern: those with a CSV that policy
@@ -335,6 +350,7 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
         let uid = blueprint.uid().unwrap_or_default();
         ctx.own_writes.forget(&uid);
         ctx.csv_writes.forget(&uid);
+        ctx.revision_writes.forget(&uid);
         ctx.progress.forget(&uid);
         ctx.rehearsals.forget(&uid);
         return Ok(Action::await_change());
@@ -342,6 +358,7 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
     // Before the caches listed, a CSV or a dependency not listed yet would look missing.
     synced(&ctx.csvs, "ClusterServiceVersion").await?;
     synced(&ctx.blueprints, "Blueprint").await?;
+    synced(ctx.revisions.store(), "revision Secret").await?;
     let ctx = &*ctx;
     runner::with_finalizer(
         &api,
@@ -356,6 +373,7 @@ pub async fn reconcile(blueprint: Arc<Blueprint>, ctx: Arc<Context>) -> Result<A
             // Going away: nothing more is remembered of it.
             ctx.memo.forget(&uid);
             ctx.csv_writes.forget(&uid);
+            ctx.revision_writes.forget(&uid);
             ctx.own_writes.forget(&uid);
             ctx.progress.forget(&uid);
             cleanup(&blueprint, ctx).await
@@ -764,6 +782,8 @@ async fn prune_revisions(
     revisions: &[i64],
 ) -> Result<(), Error> {
     let secrets = Api::<Secret>::namespaced(ctx.shell.client.clone(), &owner(blueprint).namespace);
+    ctx.revision_writes
+        .writing(&blueprint.uid().unwrap_or_default());
     for revision in revisions {
         // The plan and the operand snapshot first: they are found through their revision,
         // which must outlive them.
@@ -788,18 +808,20 @@ async fn prune_revisions(
 /// The finalizer: cluster-scoped objects go (CRDs only when asked); namespaced ones follow the
 /// Blueprint through their ownerReferences; custom resources always stay.
 async fn cleanup(blueprint: &Blueprint, ctx: &Context) -> Result<Action, Error> {
-    let observed = observe::observe(&ctx.sources(), blueprint).await?;
+    let sources = ctx.sources();
+    let observed = observe::observe(&sources, blueprint).await?;
+    let current =
+        content::stored_content(&sources, blueprint, &observed, blueprint.spec.revision).await?;
     // Asked for, and granted by a policy now (the ask alone is anyone's who may write the
     // Blueprint); the package and catalog are the sealed revision's, not the spec's.
-    let delete_crds = match &observed.current {
+    let delete_crds = match &current {
         Some(content) if blueprint.spec.crd_deletion_policy == CrdDeletionPolicy::Delete => {
             crate::permit::may_delete_crds(&ctx.applier, &ctx.policy_lists, blueprint, content)
                 .await?
         }
         _ => false,
     };
-    let package = observed
-        .current
+    let package = current
         .as_ref()
         .map_or(blueprint.spec.package.as_str(), |c| c.package.as_str());
     let removed = apply::cleanup(

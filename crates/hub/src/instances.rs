@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use windlass_api::{Blueprint, Subscription, csv::Definition};
 use windlass_catalog::Package;
@@ -62,34 +62,8 @@ impl OwnedKind {
 /// The CRDs a CSV definition owns (`spec.customresourcedefinitions.owned`), reading nothing
 /// else of it; entries without a usable name, version or kind are left out.
 pub fn owned_kinds(definition: &Definition) -> Vec<OwnedKind> {
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct Top {
-        spec: Spec,
-    }
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct Spec {
-        customresourcedefinitions: Lists,
-    }
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct Lists {
-        owned: Vec<Owned>,
-    }
-    #[derive(Deserialize, Default)]
-    #[serde(default)]
-    struct Owned {
-        name: String,
-        version: String,
-        kind: String,
-    }
     let mut kinds: Vec<OwnedKind> = definition
-        .parse::<Top>()
-        .unwrap_or_default()
-        .spec
-        .customresourcedefinitions
-        .owned
+        .owned_crds()
         .iter()
         .filter_map(|o| OwnedKind::new(&o.name, &o.version, &o.kind))
         .collect();

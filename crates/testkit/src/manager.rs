@@ -36,20 +36,49 @@ pub fn writes_after(skip: usize) -> std::collections::BTreeMap<String, usize> {
         .skip(skip)
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
     {
-        let reference = &event["objectRef"];
-        let mut resource = reference["resource"].as_str().unwrap_or("?").to_string();
-        if let Some(sub) = reference["subresource"].as_str() {
-            resource = format!("{resource}/{sub}");
-        }
-        let verb = event["verb"].as_str().unwrap_or("?");
-        *counts.entry(format!("{verb} {resource}")).or_insert(0) += 1;
+        *counts.entry(verb_and_resource(&event)).or_insert(0) += 1;
     }
     counts
 }
 
 fn is_manager_write(line: &str) -> bool {
+    is_manager_request(line)
+        && WRITE_VERBS
+            .iter()
+            .any(|verb| line.contains(&format!("\"verb\":\"{verb}\"")))
+}
+
+const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
+
+fn is_manager_request(line: &str) -> bool {
     line.contains("\"userAgent\":\"windlass-manager/")
         && line.contains("\"stage\":\"ResponseComplete\"")
+}
+
+/// Every request of the manager the audit log holds so far, by verb and resource (`"list
+/// secrets"`, `"patch blueprints/status"`), reads included when the control plane logs them
+/// (`WINDLASS_AUDIT=requests`; otherwise writes only). A watch counts when it ends.
+pub fn requests() -> std::collections::BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(audit_log()).unwrap_or_default();
+    let mut counts = std::collections::BTreeMap::new();
+    for event in text
+        .lines()
+        .filter(|line| is_manager_request(line))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+    {
+        *counts.entry(verb_and_resource(&event)).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn verb_and_resource(event: &serde_json::Value) -> String {
+    let reference = &event["objectRef"];
+    let mut resource = reference["resource"].as_str().unwrap_or("?").to_string();
+    if let Some(sub) = reference["subresource"].as_str() {
+        resource = format!("{resource}/{sub}");
+    }
+    let verb = event["verb"].as_str().unwrap_or("?");
+    format!("{verb} {resource}")
 }
 
 /// The manager's completed write requests to objects in `namespace`, as the audit log records

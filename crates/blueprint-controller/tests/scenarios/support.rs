@@ -208,6 +208,10 @@ impl Harness {
             // No watch runs here: once its CSVs are written, a Blueprint's are listed.
             csvs: listed_empty(),
             csv_writes: Default::default(),
+            revisions: windlass_blueprint_controller::revision_cache::RevisionCache::over(
+                listed_empty(),
+            ),
+            revision_writes: Default::default(),
             revision_lists: Default::default(),
             policy_lists: Default::default(),
             rehearsals: Default::default(),

@@ -8,17 +8,19 @@
 
 mod assemble;
 mod decode;
+mod files;
 mod pipeline;
 mod render;
 mod stream;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use render::{blobs, render, write_json, write_yaml};
 
 use crate::load::{IssueKind, LoadError, LoadIssue, Loaded};
 use crate::validate::Severity;
 use assemble::Assembler;
+use files::Item;
 
 fn is_json(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "json")
@@ -34,52 +36,90 @@ fn is_catalog_file(path: &Path) -> bool {
 pub fn read(path: &Path) -> Result<Loaded, LoadError> {
     let mut files = Vec::new();
     collect(path, &mut files)?;
-    let single = path.is_file();
     let mut assembler = Assembler::default();
-    for file in files {
-        let display = file.display().to_string();
+    if path.is_file() {
+        let display = path.display().to_string();
         let index = assembler.file(display.clone());
         let unreadable = |source: std::io::Error| LoadError::Io {
-            path: file.clone(),
+            path: path.to_path_buf(),
             source,
         };
-        let result = if is_json(&file) {
-            std::fs::File::open(&file)
+        if is_json(path) {
+            std::fs::File::open(path)
                 .and_then(|f| stream::read_json(f, index, &mut assembler))
-                .map_err(unreadable)
+                .map_err(unreadable)?;
         } else {
-            match std::fs::read(&file) {
-                Ok(bytes) => {
-                    read_yaml_bytes(&bytes, index, &display, &mut assembler);
-                    Ok(())
-                }
-                Err(e) => Err(unreadable(e)),
+            let bytes = std::fs::read(path).map_err(unreadable)?;
+            read_yaml_bytes(&bytes, index, &display, &mut assembler);
+        }
+    } else {
+        read_folder(&files, &mut assembler);
+    }
+    Ok(finish(assembler, path))
+}
+
+/// How many bytes of a folder's files are read ahead and decoded together.
+const WINDOW: usize = 16 << 20;
+
+/// A folder's files, in order, a window of them at a time (see [`files`]); a JSON file larger
+/// than a window streams on its own.
+fn read_folder(paths: &[PathBuf], assembler: &mut Assembler) {
+    let mut window: Vec<(&Path, std::io::Result<Vec<u8>>)> = Vec::new();
+    let mut held = 0;
+    for path in paths {
+        let large = is_json(path) && std::fs::metadata(path).is_ok_and(|m| m.len() > WINDOW as u64);
+        if large {
+            read_window(std::mem::take(&mut window), assembler);
+            held = 0;
+            let display = path.display().to_string();
+            let index = assembler.file(display.clone());
+            if let Err(e) =
+                std::fs::File::open(path).and_then(|f| stream::read_json(f, index, assembler))
+            {
+                assembler.issues.push(unreadable_file(display, &e));
             }
-        };
-        match result {
-            Ok(()) => {}
-            Err(e) if single => return Err(e),
-            Err(e) => assembler.issues.push(LoadIssue::new(
-                Severity::Error,
-                IssueKind::UnreadableFile,
-                None,
-                display,
-                format!("{e}; the file is left out"),
-            )),
+            continue;
+        }
+        let read = std::fs::read(path);
+        held += read.as_ref().map_or(0, Vec::len);
+        window.push((path, read));
+        if held >= WINDOW {
+            read_window(std::mem::take(&mut window), assembler);
+            held = 0;
         }
     }
-    let (catalog, issues) = assembler.finish();
-    let package_sources = catalog
-        .packages
-        .keys()
-        .map(|name| (name.clone(), path.to_path_buf()))
-        .collect();
-    Ok(Loaded {
-        catalog,
-        bundles: Vec::new(),
-        issues,
-        package_sources,
-    })
+    read_window(window, assembler);
+}
+
+fn read_window(window: Vec<(&Path, std::io::Result<Vec<u8>>)>, assembler: &mut Assembler) {
+    let mut items = Vec::with_capacity(window.len());
+    for (path, read) in &window {
+        let display = path.display().to_string();
+        let index = assembler.file(display.clone());
+        items.push(match read {
+            Ok(bytes) if is_json(path) => Item::Json { file: index, bytes },
+            Ok(bytes) => Item::Other(Box::new(move |assembler: &mut Assembler| {
+                read_yaml_bytes(bytes, index, &display, assembler)
+            })),
+            Err(e) => {
+                let issue = unreadable_file(display, e);
+                Item::Other(Box::new(move |assembler: &mut Assembler| {
+                    assembler.issues.push(issue)
+                }))
+            }
+        });
+    }
+    files::read_in_order(items, assembler);
+}
+
+fn unreadable_file(display: String, error: &std::io::Error) -> LoadIssue {
+    LoadIssue::new(
+        Severity::Error,
+        IssueKind::UnreadableFile,
+        None,
+        display,
+        format!("{error}; the file is left out"),
+    )
 }
 
 fn read_yaml_bytes(bytes: &[u8], index: u32, display: &str, assembler: &mut Assembler) {
@@ -108,67 +148,90 @@ pub fn read_tree(
     dir: &str,
     source: &str,
 ) -> Result<Loaded, LoadError> {
-    Ok(read_files(
-        tree.files.iter().map(|(k, v)| (k.as_str(), v.as_slice())),
-        dir,
+    let mut assembler = Assembler::default();
+    read_files(
+        tree.files
+            .iter()
+            .filter(|(k, _)| in_catalog(k, dir))
+            .map(|(k, v)| (k.as_str(), v.as_slice())),
         source,
-    ))
+        &mut assembler,
+    );
+    Ok(finish(assembler, Path::new(source)))
 }
 
-/// [`read_tree`], letting go of each file's bytes as soon as it is read, so the raw files and
-/// the catalog read from them are not both held whole (a large catalog image is tens of
-/// megabytes of JSON).
+/// [`read_tree`], letting go of the files' bytes a window at a time, so the raw files and the
+/// catalog read from them are not both held whole (a large catalog image is tens of megabytes
+/// of JSON).
 pub fn read_tree_owned(
     tree: windlass_bundle::FileTree,
     dir: &str,
     source: &str,
 ) -> Result<Loaded, LoadError> {
-    let dir = dir.to_string();
     let mut assembler = Assembler::default();
+    let mut window = Vec::new();
+    let mut held = 0;
     for (key, bytes) in tree.files {
-        read_file(&key, &bytes, &dir, source, &mut assembler);
+        if !in_catalog(&key, dir) {
+            continue;
+        }
+        held += bytes.len();
+        window.push((key, bytes));
+        if held >= WINDOW {
+            let files = std::mem::take(&mut window);
+            read_files(
+                files.iter().map(|(k, v)| (k.as_str(), v.as_slice())),
+                source,
+                &mut assembler,
+            );
+            held = 0;
+        }
     }
-    Ok(finish(assembler, source))
+    read_files(
+        window.iter().map(|(k, v)| (k.as_str(), v.as_slice())),
+        source,
+        &mut assembler,
+    );
+    Ok(finish(assembler, Path::new(source)))
 }
 
+/// The catalog files of a tree under `dir`, in order, decoded together (see [`files`]).
 fn read_files<'a>(
     files: impl Iterator<Item = (&'a str, &'a [u8])>,
-    dir: &str,
     source: &str,
-) -> Loaded {
-    let mut assembler = Assembler::default();
+    assembler: &mut Assembler,
+) {
+    let mut items = Vec::new();
     for (key, bytes) in files {
-        read_file(key, bytes, dir, source, &mut assembler);
+        let display = Path::new(source).join(key).display().to_string();
+        let index = assembler.file(display.clone());
+        items.push(if is_json(Path::new(key)) {
+            Item::Json { file: index, bytes }
+        } else {
+            Item::Other(Box::new(move |assembler: &mut Assembler| {
+                read_yaml_bytes(bytes, index, &display, assembler)
+            }))
+        });
     }
-    finish(assembler, source)
+    files::read_in_order(items, assembler);
 }
 
-/// One file of a tree, when it is a catalog file under `dir`.
-fn read_file(key: &str, bytes: &[u8], dir: &str, source: &str, assembler: &mut Assembler) {
+/// Whether the tree's file `key` is a catalog file under `dir` (empty: anywhere).
+fn in_catalog(key: &str, dir: &str) -> bool {
     let dir = dir.trim_matches('/');
     let inside = dir.is_empty()
         || key
             .strip_prefix(dir)
             .is_some_and(|rest| rest.starts_with('/'));
-    let path = Path::new(key);
-    if !inside || !is_catalog_file(path) {
-        return;
-    }
-    let display = Path::new(source).join(key).display().to_string();
-    let index = assembler.file(display.clone());
-    if is_json(path) {
-        stream::read_json_bytes(bytes, index, assembler);
-    } else {
-        read_yaml_bytes(bytes, index, &display, assembler);
-    }
+    inside && is_catalog_file(Path::new(key))
 }
 
-fn finish(assembler: Assembler, source: &str) -> Loaded {
+fn finish(assembler: Assembler, origin: &Path) -> Loaded {
     let (catalog, issues) = assembler.finish();
     let package_sources = catalog
         .packages
         .keys()
-        .map(|name| (name.clone(), std::path::PathBuf::from(source)))
+        .map(|name| (name.clone(), origin.to_path_buf()))
         .collect();
     Loaded {
         catalog,

@@ -27,7 +27,7 @@ const CHUNK: usize = 1 << 20;
 
 /// Below this many bytes a buffer is decoded on one thread: a second one would not pay for
 /// itself.
-const PARALLEL_FROM: usize = 256 << 10;
+pub(super) const PARALLEL_FROM: usize = 256 << 10;
 
 /// Reads a JSON stream of blobs from `reader`. Only I/O errors stop it; everything else is a
 /// problem with one blob.

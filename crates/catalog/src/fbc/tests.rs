@@ -450,3 +450,107 @@ fn packages_finished_by_two_threads_agree_with_one_thread() {
         "{one_issues:?}"
     );
 }
+
+#[test]
+fn a_folder_of_many_files_read_by_two_threads_agrees_with_one_file_at_a_time() {
+    // Enough JSON for two threads to share, in files each too small to split; a duplicate
+    // across files (the first read wins), a bad blob, an unended file, YAML in between and a
+    // file that is not UTF-8, so order and every problem's place are put to the test.
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for p in 0..120 {
+        let mut text = String::new();
+        for v in 0..12 {
+            text.push_str(&bundle_blob(&format!("p{p:03}"), &format!("1.{v}.0")));
+        }
+        if p == 7 {
+            text.push_str(
+                "{\"schema\": \"olm.bundle\", \"name\": \"p007.v9\" \"package\": \"p007\"}\n",
+            );
+        }
+        if p == 50 {
+            // p049's first version again, in another file.
+            text.push_str(&bundle_blob("p049", "1.0.0"));
+        }
+        if p == 90 {
+            text.push_str("{\"schema\": \"olm.bundle\", \"name\": ");
+        }
+        files.push((format!("configs/p{p:03}/catalog.json"), text.into_bytes()));
+        if p == 60 {
+            files.push((
+                "configs/p060/extra.yaml".into(),
+                b"schema: olm.package\nname: yaml-only\n".to_vec(),
+            ));
+            files.push(("configs/p060/zz.yaml".into(), b"schema: \xff\n".to_vec()));
+        }
+    }
+    let total: usize = files.iter().map(|(_, b)| b.len()).sum();
+    assert!(total > stream::PARALLEL_FROM, "{total}");
+    let tree = windlass_bundle::FileTree {
+        files: files.iter().cloned().collect(),
+    };
+    // One file after the other, each on its own, as a reference.
+    let mut one = Assembler::default();
+    for (key, bytes) in &tree.files {
+        let display = format!("image/{key}");
+        let index = one.file(display.clone());
+        if key.ends_with(".json") {
+            stream::read_json_bytes(bytes, index, &mut one);
+        } else {
+            read_yaml_bytes(bytes, index, &display, &mut one);
+        }
+    }
+    let (expected, expected_issues) = one.finish();
+    let shared = read_tree(&tree, "configs", "image").unwrap();
+    assert_eq!(shared.catalog, expected);
+    assert_eq!(shared.issues, expected_issues);
+    let owned = read_tree_owned(tree, "/configs/", "image").unwrap();
+    assert_eq!(owned.catalog, expected);
+    assert_eq!(owned.issues, expected_issues);
+    // The same files in a folder on disk.
+    let dir = tempfile::tempdir().unwrap();
+    for (key, bytes) in &files {
+        let path = dir.path().join(key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let folder = read(&dir.path().join("configs")).unwrap();
+    assert_eq!(folder.catalog, expected);
+    let places = |issues: &[crate::load::LoadIssue]| {
+        issues
+            .iter()
+            .map(|i| {
+                let file = i
+                    .file
+                    .rsplit_once("configs/")
+                    .map_or("", |(_, f)| f)
+                    .to_string();
+                let message = match i.message.split_once(" at ") {
+                    Some((head, tail)) => {
+                        let tail = tail.rsplit_once("configs/").map_or(tail, |(_, t)| t);
+                        format!("{head} at {tail}")
+                    }
+                    None => i.message.clone(),
+                };
+                (file, i.document, i.kind, message)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(places(&folder.issues), places(&expected_issues));
+    assert_eq!(expected.packages.len(), 121);
+    assert!(expected.packages.contains_key("yaml-only"));
+    let mut concerned: Vec<_> = places(&expected_issues)
+        .into_iter()
+        .map(|(file, ..)| file.split(':').next().unwrap_or_default().to_string())
+        .collect();
+    concerned.sort();
+    assert_eq!(
+        concerned,
+        [
+            "p007/catalog.json",
+            "p050/catalog.json",
+            "p060/zz.yaml",
+            "p090/catalog.json"
+        ],
+        "{expected_issues:#?}"
+    );
+}
