@@ -100,9 +100,12 @@ run_timed_tests() {
   RUSTC_BOOTSTRAP=1 "$executable" -Z unstable-options --report-time "$@" 2>&1 |
     LABEL="$label" TIMES="$times" awk '
       { print; fflush() }
-      /^test .* \.\.\. (ok|FAILED) <[0-9.]+s>$/ {
-        seconds = $NF; gsub(/[<>s]/, "", seconds)
-        printf "%s\t%s\t%s\n", seconds, ENVIRON["LABEL"], $2 >> ENVIRON["TIMES"]
+      # Not anchored at the start: output of a child process without its own newline can
+      # come before the result on the same line.
+      match($0, /test [^ ]+ \.\.\. (ok|FAILED) <[0-9.]+s>$/) {
+        n = split(substr($0, RSTART), field, " ")
+        seconds = field[n]; gsub(/[<>s]/, "", seconds)
+        printf "%s\t%s\t%s\n", seconds, ENVIRON["LABEL"], field[2] >> ENVIRON["TIMES"]
       }'
   return "${PIPESTATUS[0]}"
 }

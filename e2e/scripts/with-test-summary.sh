@@ -21,7 +21,9 @@ printf ' in %d min %02d s\n' $((elapsed / 60)) $((elapsed % 60))
 if [[ -s "$times" ]]; then
   printf '%s tests took %.0f s between them; the slowest ten:\n' "$(wc -l <"$times")" \
     "$(awk -F'\t' '{ s += $1 } END { print s }' "$times")"
-  sort -t$'\t' -k1,1 -gr "$times" | head -n 10 | awk -F'\t' '{ printf "  %7.1f s  %s  (%s)\n", $1, $3, $2 }'
+  # awk reads to the end (no `head`): a reader that stops early makes sort die of SIGPIPE,
+  # which pipefail turns into this script's exit status.
+  sort -t$'\t' -k1,1 -gr "$times" | awk -F'\t' 'NR <= 10 { printf "  %7.1f s  %s  (%s)\n", $1, $3, $2 }'
 fi
 if [[ -s "$record" ]]; then
   sort -u "$record" >"$record.sorted"
